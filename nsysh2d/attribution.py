@@ -1,0 +1,172 @@
+"""Where each copy comes from and what its source really was, from the trace's own evidence.
+
+Call site: the first frames of the user's program. Python frames (--python-backtrace=cuda, decoded
+from the NVTX extended payload) give `file:function`; otherwise the native stack (--cudabacktrace)
+gives the framework op and the Python binding that reached it. Signatures leave out line numbers
+and folders above the file's parent, so the same site matches across two traces of a program even
+when a fix moved its lines.
+
+Source class: the file's memory kind, refined by the native stack: PyTorch copies a strided host
+view through a pageable contiguous temporary, and then `at::native::copy_kernel_cuda` appears twice
+on the stack. Without evidence the class is `unknown`; nothing is guessed.
+"""
+from __future__ import annotations
+
+import html
+import re
+import struct
+
+import polars as pl
+
+from .sql import load
+
+CUDA_INTERNAL = re.compile(r"libcupti|libcuda\.so|libcudart|libnvidia|libnvToolsExt|libnvtx", re.I)
+PY_LIBRARY = re.compile(r"/(site|dist)-packages/|/lib/python3[.\d]*/|^<frozen|^<string>")
+COPY_KERNEL = "at::native::copy_kernel_cuda"
+PY_MARK_WINDOW_NS = 1_000_000
+
+FIXES = {
+    "pageable": "pin the source: `.pin_memory()` before `.to(device, non_blocking=True)`, or copy through a "
+                "pre-pinned staging buffer reused every step",
+    "pinned_strided": "the source is a strided view of pinned memory: copy its contiguous pieces (e.g. the rows "
+                      "of `buf[:, :n]`) one by one, or keep the staging buffer contiguous",
+    "pinned": "pinned and contiguous: keep it that way (a long call here waited for something else: see the stack)",
+    "device": "device-to-device copy: not a host staging problem",
+    "managed": "managed memory: prefetch (cudaMemPrefetchAsync) or use explicit pinned/device buffers",
+    "unknown": "no evidence in the trace: capture with --cudabacktrace=memory (and --python-backtrace=cuda)",
+}
+
+SCHEMA = {"global_pid": pl.Int64, "correlation_id": pl.Int64, "site": pl.Utf8, "site_line": pl.Utf8,
+          "site_origin": pl.Utf8, "source_class": pl.Utf8, "evidence": pl.Utf8, "fix": pl.Utf8}
+
+
+def short_symbol(symbol: str) -> str:
+    """`at::native::copy_(at::Tensor&, ...)` -> `at::native::copy_`."""
+    s = symbol or "?"
+    depth, out = 0, []
+    for ch in s:  # drop the argument list and template arguments
+        if ch in "(<":
+            depth += 1
+        elif ch in ")>":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out).strip() or s
+
+
+def native_site(frames: list[tuple[str, str]]) -> tuple[str | None, int]:
+    """(signature, copy_kernel_cuda count) of a native stack, innermost frame first."""
+    copies = sum(1 for sym, _ in frames if sym and sym.startswith(COPY_KERNEL))
+    user = [(sym, mod) for sym, mod in frames
+            if sym and not sym.startswith("0x") and not CUDA_INTERNAL.search(mod or "")
+            and not sym.startswith("cuda") and not sym.startswith("cu")]
+    if not user:
+        return None, copies
+    op = short_symbol(user[0][0])
+    binding = next((short_symbol(s) for s, _ in user if "THPVariable_" in s or "pybind11" in s), None)
+    if binding:
+        binding = binding.split("::")[-1]
+        return f"{binding} > {op}", copies
+    return op, copies
+
+
+def decode_python_frames(blob: bytes, strings: dict[int, str] | None = None):
+    """Frames (function id/name, file id/name, line) of one 'Python Backtrace on CUDA' payload.
+
+    Layout seen in nsys 2025.3 exports: u64 entry count; per entry u64 schema id, u64 size, u64 offset;
+    at the offset: u64 thread-state id, u32 thread state, u32 frame count, then per frame three u64
+    (function StringId, file StringId, line in the low 32 bits).
+    """
+    out = []
+    if not blob or len(blob) < 8:
+        return out
+    (n,) = struct.unpack_from("<Q", blob, 0)
+    for i in range(min(n, 16)):
+        if 8 + 24 * (i + 1) > len(blob):
+            break
+        _schema, _size, off = struct.unpack_from("<QQQ", blob, 8 + 24 * i)
+        if off + 16 > len(blob):
+            break
+        _tsid, _state, count = struct.unpack_from("<QII", blob, off)
+        for k in range(count):
+            pos = off + 16 + 24 * k
+            if pos + 24 > len(blob):
+                break
+            fn, fi, line = struct.unpack_from("<QQQ", blob, pos)
+            line &= 0xFFFFFFFF
+            if strings is not None:
+                out.append((html.unescape(strings.get(fn, "?")), html.unescape(strings.get(fi, "?")), line))
+            else:
+                out.append((fn, fi, line))
+    return out
+
+
+def python_site(frames: list[tuple[str, str, int]]) -> tuple[str, str] | None:
+    """(signature, file:line) of the first frame of the user's program."""
+    for fn, file, line in frames:
+        if not PY_LIBRARY.search(file or ""):
+            tail = "/".join(file.replace("\\", "/").split("/")[-2:])
+            return f"{tail}:{fn}", f"{tail}:{line}"
+    return None
+
+
+def classify(src_kind: str | None, dst_kind: str | None, direction: str, copy_kernels: int | None,
+             has_native: bool) -> tuple[str, str]:
+    src = src_kind or ""
+    if direction == "h2d":
+        if src == "Pinned":
+            return "pinned", "srcKind=Pinned"
+        if src == "Pageable":
+            if not has_native:
+                return "pageable", "srcKind=Pageable (no native stack: a strided pinned view cannot be ruled out)"
+            if copy_kernels and copy_kernels >= 2:
+                return "pinned_strided", (f"srcKind=Pageable and {COPY_KERNEL} x{copy_kernels} on the native stack: "
+                                          "a strided source copied through a pageable contiguous temporary")
+            return "pageable", f"srcKind=Pageable, {COPY_KERNEL} x{copy_kernels or 0} on the native stack (direct copy)"
+        if src.startswith("Managed"):
+            return "managed", f"srcKind={src}"
+        if src.startswith("Device"):
+            return "device", f"srcKind={src}"
+        return "unknown", f"srcKind={src or 'missing'}"
+    if src.startswith("Device") and (dst_kind or "").startswith("Device"):
+        return "device", f"srcKind={src}, dstKind={dst_kind}"
+    if src.startswith("Managed"):
+        return "managed", f"srcKind={src}"
+    if src in ("Pageable", "Pinned"):
+        return src.lower(), f"srcKind={src}"
+    return "unknown", f"srcKind={src or 'missing'}"
+
+
+def attribute(trace) -> pl.DataFrame:
+    """One row per copy call: site, site_line, site_origin, source_class, evidence, fix."""
+    con = trace.con
+    base = con.execute("SELECT global_pid, correlation_id, callchain_id, src_kind_name, dst_kind_name, direction "
+                       "FROM copies").fetchall()
+    if not base:
+        return pl.DataFrame(schema=SCHEMA)
+    # Native stacks.
+    stacks: dict[int, list[tuple[str, str]]] = {}
+    for cid, _depth, sym, mod in con.execute(load("callchain_frames")).fetchall():
+        stacks.setdefault(cid, []).append((sym, mod))
+    # Python stacks: decode the matched payloads, then resolve only the strings they name.
+    marks = con.execute(load("python_marks"), {"window_ns": PY_MARK_WINDOW_NS}).fetchall()
+    blobs = trace.nvtx_blobs(sorted({m[4] for m in marks})) if marks else {}
+    raw = {(p, c): decode_python_frames(blobs[(t, s)]) for p, c, t, s, _d in marks if (t, s) in blobs}
+    ids = sorted({i for fr in raw.values() for f in fr for i in (f[0], f[1])})
+    strings = dict(con.execute(load("strings_by_id"), {"ids": ids}).fetchall()) if ids else {}
+    py = {k: [(html.unescape(strings.get(a, "?")), html.unescape(strings.get(b, "?")), ln) for a, b, ln in fr]
+          for k, fr in raw.items()}
+    rows = []
+    for pid, corr, cid, src, dst, direction in base:
+        frames = stacks.get(cid) if cid is not None else None
+        nsig, kernels = native_site(frames) if frames else (None, None)
+        psig = python_site(py[(pid, corr)]) if (pid, corr) in py else None
+        if psig:
+            site, line, origin = psig[0], psig[1], "python"
+        elif nsig:
+            site, line, origin = nsig, None, "native"
+        else:
+            site, line, origin = None, None, None
+        cls, evidence = classify(src, dst, direction, kernels, frames is not None)
+        rows.append((pid, corr, site, line, origin, cls, evidence, FIXES[cls]))
+    return pl.DataFrame(rows, schema=SCHEMA, orient="row")

@@ -1,0 +1,217 @@
+"""Find and drive the Nsight Systems CLI: profile, finish a left-over .qdstrm, export SQLite.
+
+This module is on the profiling path: it must import neither duckdb, polars nor rich, so that a
+bare GPU box with torch + click can capture traces.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import (
+    EXIT_EXPORT_FAILED,
+    EXIT_NSYS_MISSING,
+    EXIT_OUTPUT_UNWRITABLE,
+    EXIT_WORKLOAD_FAILED,
+    NsysH2DError,
+)
+
+# Where Nsight Systems' CLI lands in the common install layouts (newest version wins).
+NSYS_GLOBS = (
+    "/opt/nvidia/nsight-systems/*/bin/nsys",
+    "/opt/nvidia/nsight-systems/*/target-linux-x64/nsys",
+    "/opt/nvidia/nsight-systems-cli/*/bin/nsys",
+    "/opt/nvidia/nsight-systems-cli/*/target-linux-x64/nsys",
+    "/usr/local/cuda*/bin/nsys",
+    "/usr/local/cuda*/nsight-systems-*/bin/nsys",
+    "/usr/local/cuda*/nsight-systems-*/target-linux-x64/nsys",
+    "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys",
+    "/usr/lib/nsight-systems/bin/nsys",
+    "/usr/lib/x86_64-linux-gnu/nsight-systems/target-linux-x64/nsys",
+    "/opt/nsys/target-linux-x64/nsys",
+)
+
+INSTALL_ADVICE = (
+    "install Nsight Systems (https://developer.nvidia.com/nsight-systems) or the CUDA toolkit, "
+    "or point --nsys / $NSYS at an nsys binary"
+)
+
+
+def _version_key(path: str) -> tuple:
+    # Sort /opt/.../2025.3.1/... after /opt/.../2024.6.2/...: compare every number in the path.
+    return tuple(int(n) for n in re.findall(r"\d+", path))
+
+
+def candidate_paths(env: dict | None = None) -> list[str]:
+    """Every nsys binary we can see, in the order we would pick them."""
+    env = os.environ if env is None else env
+    found: list[str] = []
+    if env.get("NSYS"):
+        found.append(env["NSYS"])
+    on_path = shutil.which("nsys", path=env.get("PATH"))
+    if on_path:
+        found.append(on_path)
+    globbed: list[str] = []
+    for pattern in NSYS_GLOBS:
+        globbed.extend(glob.glob(pattern))
+    found.extend(sorted(set(globbed), key=_version_key, reverse=True))
+    return [p for i, p in enumerate(found) if p not in found[:i]]
+
+
+def find_nsys(explicit: str | None = None, env: dict | None = None) -> str:
+    """The nsys binary to use: --nsys, then $NSYS, then PATH, then the usual install folders."""
+    if explicit:
+        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+            return explicit
+        raise NsysH2DError(f"--nsys {explicit}: not an executable file", EXIT_NSYS_MISSING)
+    env = os.environ if env is None else env
+    if env.get("NSYS") and not (os.path.isfile(env["NSYS"]) and os.access(env["NSYS"], os.X_OK)):
+        raise NsysH2DError(f"$NSYS={env['NSYS']}: not an executable file", EXIT_NSYS_MISSING)
+    for path in candidate_paths(env):
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    raise NsysH2DError(f"no nsys CLI found; {INSTALL_ADVICE}", EXIT_NSYS_MISSING)
+
+
+def find_importer(nsys_path: str) -> str | None:
+    """A QdstrmImporter next to (or a few folders around) the nsys binary, if there is one."""
+    base = Path(os.path.realpath(nsys_path)).parent
+    patterns = [base / "QdstrmImporter", base.parent / "*" / "QdstrmImporter",
+                base.parent.parent / "*" / "QdstrmImporter",
+                base.parent.parent / "*" / "*" / "QdstrmImporter"]
+    for pattern in patterns:
+        for hit in sorted(glob.glob(str(pattern))):
+            if os.access(hit, os.X_OK):
+                return hit
+    return None
+
+
+@dataclass
+class CaptureOptions:
+    """What `nsys profile` records. The defaults are what this job needs: CUDA API + activity and
+    NVTX, with native backtraces of memory calls (which need CPU sampling on)."""
+    trace: str = "cuda,nvtx"
+    cudabacktrace: str | None = "memory"
+    sample: str = "process-tree"
+    python_backtrace: bool = False
+    cpuctxsw: str = "none"
+    extra: list[str] = field(default_factory=list)
+    export_extra: list[str] = field(default_factory=list)
+
+    def export_args(self) -> list[str]:
+        # Python backtraces are NVTX extended payloads: nsys exports them only with --include-blobs.
+        blobs = ["--include-blobs=true"] if self.python_backtrace else []
+        return blobs + list(self.export_extra)
+
+    def args(self) -> list[str]:
+        sample = self.sample
+        if (self.cudabacktrace or self.python_backtrace) and sample == "none":
+            # nsys only records backtraces while CPU sampling is on.
+            sample = "process-tree"
+        out = [f"--trace={self.trace}", f"--sample={sample}", f"--cpuctxsw={self.cpuctxsw}"]
+        if self.cudabacktrace:
+            out.append(f"--cudabacktrace={self.cudabacktrace}")
+        if self.python_backtrace:
+            out.append("--python-backtrace=cuda")
+        return out + list(self.extra)
+
+
+def profile_command(nsys: str, output_base: str, target: list[str], opts: CaptureOptions) -> list[str]:
+    return [nsys, "profile", *opts.args(), "--force-overwrite=true", "-o", output_base, *target]
+
+
+def export_command(nsys: str, report: str, sqlite_out: str, extra: list[str] | None = None) -> list[str]:
+    return [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", *(extra or []), "-o", sqlite_out, report]
+
+
+def workload_variants(script: str) -> list[str]:
+    """The values of a workload's `--variant` option, read from its source without running it
+    (running it would import torch and take seconds)."""
+    try:
+        text = Path(script).read_text(errors="replace")
+    except OSError:
+        return []
+    if "--variant" not in text:
+        return []
+    m = re.search(r"--variant[\"'][^)]*?choices\s*=\s*[\[(]([^\])]*)[\])]", text, re.S)
+    if m:
+        names = re.findall(r"[\"']([\w.-]+)[\"']", m.group(1))
+        if names:
+            return names
+    return ["before", "after"]
+
+
+@dataclass
+class CaptureResult:
+    label: str
+    report: str | None
+    sqlite: str | None
+    log: str
+
+
+def _run(cmd: list[str], log_path: Path, env: dict | None = None, echo=print) -> int:
+    echo("$ " + " ".join(cmd))
+    with open(log_path, "ab") as log:
+        log.write(("$ " + " ".join(cmd) + "\n").encode())
+        log.flush()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            sys.stdout.write(line.decode(errors="replace"))
+        return proc.wait()
+
+
+def import_qdstrm(qdstrm: Path, importer: str, lib_path: str | None, log: Path, echo=print) -> Path | None:
+    env = dict(os.environ)
+    if lib_path:
+        env["LD_LIBRARY_PATH"] = lib_path + os.pathsep + env.get("LD_LIBRARY_PATH", "")
+    rc = _run([importer, "-i", str(qdstrm)], log, env=env, echo=echo)
+    rep = qdstrm.with_suffix(".nsys-rep")
+    return rep if rc == 0 and rep.exists() else None
+
+
+def capture(nsys: str, outdir: Path, label: str, target: list[str], opts: CaptureOptions,
+            importer_lib: str | None = None, echo=print) -> CaptureResult:
+    """Profile one command, finish the import if nsys left a .qdstrm, export SQLite.
+
+    Raises NsysH2DError with a distinct exit code on each kind of failure, naming whatever
+    partial capture exists so nothing is lost.
+    """
+    outdir.mkdir(parents=True, exist_ok=True)
+    if not os.access(outdir, os.W_OK):
+        raise NsysH2DError(f"{outdir}: output folder is not writable", EXIT_OUTPUT_UNWRITABLE)
+    base = outdir / label
+    log = outdir / f"{label}.log"
+    log.write_bytes(b"")
+    rc = _run(profile_command(nsys, str(base), target, opts), log, echo=echo)
+    rep = base.with_suffix(".nsys-rep")
+    qdstrm = base.with_suffix(".qdstrm")
+    if not rep.exists() and qdstrm.exists():
+        importer = find_importer(nsys)
+        if importer is None:
+            raise NsysH2DError(
+                f"nsys left {qdstrm} unimported and no QdstrmImporter was found near {nsys}; "
+                f"import it with QdstrmImporter -i {qdstrm}", EXIT_EXPORT_FAILED)
+        echo(f"nsys left a .qdstrm; importing it with {importer}")
+        if import_qdstrm(qdstrm, importer, importer_lib, log, echo=echo) is None:
+            raise NsysH2DError(f"QdstrmImporter failed on {qdstrm} (log: {log}); the raw capture is kept",
+                               EXIT_EXPORT_FAILED)
+    if rc != 0:
+        kept = f"; partial capture kept at {rep}" if rep.exists() else ""
+        raise NsysH2DError(f"{label}: nsys profile exited {rc} (workload failed or nsys error; log: {log}){kept}",
+                           EXIT_WORKLOAD_FAILED)
+    if not rep.exists():
+        raise NsysH2DError(f"{label}: nsys wrote no report at {rep} (log: {log})", EXIT_EXPORT_FAILED)
+    sqlite_out = base.with_suffix(".sqlite")
+    rc = _run(export_command(nsys, str(rep), str(sqlite_out), opts.export_args()), log, echo=echo)
+    if rc != 0 or not sqlite_out.exists():
+        raise NsysH2DError(f"{label}: nsys export failed (exit {rc}; log: {log}); report kept at {rep}",
+                           EXIT_EXPORT_FAILED)
+    return CaptureResult(label, str(rep), str(sqlite_out), str(log))

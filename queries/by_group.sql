@@ -1,0 +1,23 @@
+-- by_group: the same figures as by_kind, grouped by $by: 'site' (call site signature), 'class'
+-- (true source class), 'nvtx' (innermost enclosing NVTX range) or 'stream'.
+-- Parameters: $min_ns, $direction, $by.
+SELECT CASE $by WHEN 'site' THEN COALESCE(site, '(no backtrace)')
+                WHEN 'class' THEN source_class
+                WHEN 'nvtx' THEN COALESCE(nvtx_range, '(no NVTX range)')
+                WHEN 'stream' THEN 'stream ' || stream_id::VARCHAR
+                ELSE NULL END AS "group",
+       count(*) AS calls,
+       count(*) FILTER (WHERE host_ns >= $min_ns) AS long_calls,
+       count(*) FILTER (WHERE host_ns >= $min_ns AND synchronous) AS blocking_calls,
+       COALESCE(sum(host_ns) FILTER (WHERE host_ns >= $min_ns), 0)::BIGINT AS long_ns,
+       sum(host_ns)::BIGINT AS total_ns,
+       quantile_disc(host_ns, 0.5) AS p50_ns,
+       quantile_disc(host_ns, 0.99) AS p99_ns,
+       max(host_ns) AS max_ns,
+       sum(bytes)::BIGINT AS bytes,
+       string_agg(DISTINCT src_kind_name, ',' ORDER BY src_kind_name) AS src_kinds,
+       any_value(fix ORDER BY host_ns DESC) AS fix
+FROM copies_x
+WHERE $direction = 'all' OR direction = $direction
+GROUP BY ALL
+ORDER BY long_ns DESC, calls DESC, "group";

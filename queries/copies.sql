@@ -1,0 +1,98 @@
+-- copies: one row per asynchronous memcpy API call (cudaMemcpy*Async*, cuMemcpy*Async*) joined to
+-- its GPU activity by (process, correlationId). Builds table `copies`. No parameters.
+-- Columns: host_ns (what blocked the calling thread), gpu_ns, bytes, kinds decoded through the
+-- file's own enums, stream, thread, innermost enclosing NVTX range and the whole NVTX path,
+-- stream/device backlog at the call (when the queued GPU work ahead of it drained), wait_ns
+-- (call start -> its GPU copy start).
+-- Extra rows added by capture options (CUDA backtrace rows share the runtime row's correlationId)
+-- are folded into one call; exact duplicate activity rows count once (anomalies.sql counts them).
+CREATE TABLE copies AS
+WITH api_all AS (
+    SELECT r.start, r."end", r.global_tid, r.correlation_id, r.callchain_id, r.event_class,
+           (r.global_tid // 16777216) * 16777216 AS global_pid,
+           s.value AS api_name
+    FROM n.runtime r
+    JOIN n.strings s ON s.id = r.name_id
+    WHERE s.value LIKE 'cu%Memcpy%Async%' AND r.correlation_id IS NOT NULL
+),
+api AS (
+    SELECT *,
+           max(callchain_id) OVER w AS any_callchain,
+           count(*) OVER w AS api_rows,
+           row_number() OVER (PARTITION BY global_pid, correlation_id
+                              ORDER BY (event_class IS NOT DISTINCT FROM (SELECT id FROM n.runtime_class)) DESC,
+                                       ("end" - start)) AS rn
+    FROM api_all
+    WINDOW w AS (PARTITION BY global_pid, correlation_id)
+    QUALIFY rn = 1
+),
+act AS (
+    SELECT correlation_id, global_pid,
+           min(start) AS gpu_start, max("end") AS gpu_end, sum(bytes) AS bytes,
+           any_value(copy_kind) AS copy_kind, any_value(src_kind) AS src_kind,
+           any_value(dst_kind) AS dst_kind, any_value(device_id) AS device_id,
+           any_value(stream_id) AS stream_id, count(*) AS activity_rows
+    FROM (SELECT DISTINCT * FROM n.memcpy)
+    GROUP BY correlation_id, global_pid
+),
+joined AS (
+    SELECT a.global_pid, a.global_tid, a.correlation_id, a.api_name, a.start AS api_start,
+           a."end" AS api_end, a."end" - a.start AS host_ns,
+           m.gpu_start, m.gpu_end, m.gpu_end - m.gpu_start AS gpu_ns, m.bytes,
+           m.copy_kind, m.src_kind, m.dst_kind, m.device_id, m.stream_id, m.activity_rows,
+           a.api_rows, COALESCE(a.callchain_id, a.any_callchain) AS callchain_id
+    FROM api a
+    JOIN act m ON m.correlation_id = a.correlation_id
+              AND COALESCE(m.global_pid, a.global_pid) = a.global_pid
+),
+nv AS (
+    SELECT j.global_pid, j.correlation_id,
+           arg_max(r.name, r.start) AS nvtx_range,
+           string_agg(r.name, ' > ' ORDER BY r.start) AS nvtx_path
+    FROM joined j
+    JOIN n.nvtx_ranges r ON r.global_tid = j.global_tid AND r.start <= j.api_start AND r."end" >= j.api_end
+    GROUP BY j.global_pid, j.correlation_id
+),
+stream_drain AS (
+    SELECT device_id, stream_id, start,
+           max("end") OVER (PARTITION BY device_id, stream_id ORDER BY start, "end"
+                            ROWS UNBOUNDED PRECEDING) AS drained_at
+    FROM n.gpu_work
+),
+device_drain AS (
+    SELECT device_id, start,
+           max("end") OVER (PARTITION BY device_id ORDER BY start, "end" ROWS UNBOUNDED PRECEDING) AS drained_at
+    FROM n.gpu_work
+),
+with_backlog AS (
+    SELECT j.*, sd.drained_at AS stream_drained_at
+    FROM joined j
+    ASOF LEFT JOIN stream_drain sd
+      ON sd.device_id = j.device_id AND sd.stream_id = j.stream_id AND j.gpu_start > sd.start
+),
+with_device AS (
+    SELECT b.*, dd.drained_at AS device_drained_at
+    FROM with_backlog b
+    ASOF LEFT JOIN device_drain dd ON dd.device_id = b.device_id AND b.gpu_start > dd.start
+)
+SELECT w.*,
+       (w.global_tid % 16777216) AS tid,
+       ((w.global_tid // 16777216) % 16777216) AS pid,
+       COALESCE(sk.label, 'kind ' || w.src_kind::VARCHAR) AS src_kind_name,
+       COALESCE(dk.label, 'kind ' || w.dst_kind::VARCHAR) AS dst_kind_name,
+       ck.label AS copy_kind_name,
+       CASE WHEN ck.label LIKE 'Host-to-%' OR ck.label LIKE '%Host-to-Device' THEN 'h2d'
+            WHEN ck.label LIKE '%-to-Host' THEN 'd2h'
+            WHEN ck.label IS NULL AND sk.label IN ('Pageable', 'Pinned') AND dk.label = 'Device' THEN 'h2d'
+            WHEN ck.label IS NULL AND dk.label IN ('Pageable', 'Pinned') AND sk.label = 'Device' THEN 'd2h'
+            ELSE 'other' END AS direction,
+       greatest(COALESCE(w.stream_drained_at, w.api_start) - w.api_start, 0) AS backlog_ns,
+       greatest(COALESCE(w.device_drained_at, w.api_start) - w.api_start, 0) AS device_backlog_ns,
+       w.gpu_start - w.api_start AS wait_ns,
+       nv.nvtx_range, nv.nvtx_path
+FROM with_device w
+LEFT JOIN n.mem_kind_enum sk ON sk.id = w.src_kind
+LEFT JOIN n.mem_kind_enum dk ON dk.id = w.dst_kind
+LEFT JOIN n.copy_kind_enum ck ON ck.id = w.copy_kind
+LEFT JOIN nv ON nv.global_pid = w.global_pid AND nv.correlation_id = w.correlation_id
+ORDER BY w.api_start;

@@ -1,0 +1,9 @@
+-- copies_x: copies plus their attribution (call site, source class, fix), table `attrib` built by
+-- analysis.py from the backtraces. `synchronous`: the call returned only after its GPU copy had
+-- started, i.e. it waited for the stream (a long asynchronous call is host overhead, not a GPU wait).
+CREATE VIEW copies_x AS
+SELECT c.*, a.site, a.site_line, a.site_origin, a.source_class, a.evidence, a.fix,
+       (c.api_end >= c.gpu_start) AS synchronous
+FROM copies c
+LEFT JOIN attrib a ON a.global_pid = c.global_pid AND a.correlation_id = c.correlation_id
+WHERE c.host_ns IS NOT NULL AND c.host_ns >= 0;

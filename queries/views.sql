@@ -1,0 +1,22 @@
+-- views: version-independent helper views over the normalized n.* views (built by trace.py).
+-- No parameters. Run once per opened trace.
+
+-- The event class of CUDA runtime API rows (backtrace rows share their correlationId).
+CREATE VIEW n.runtime_class AS
+SELECT min(id) AS id FROM n.event_class_enum WHERE label = 'CUDA runtime';
+
+-- NVTX ranges (push/pop and start/end) with their text resolved; marks are left out.
+CREATE VIEW n.nvtx_ranges AS
+SELECT nv.start, nv."end", nv.global_tid, COALESCE(nv.text, s.value) AS name
+FROM n.nvtx nv
+LEFT JOIN n.strings s ON s.id = nv.text_id
+WHERE nv."end" IS NOT NULL AND nv."end" >= nv.start
+  AND (NOT EXISTS (SELECT 1 FROM n.event_type_enum)
+       OR nv.event_type IN (SELECT id FROM n.event_type_enum
+                            WHERE label IN ('NvtxPushPopRange', 'NvtxStartEndRange')));
+
+-- Everything that occupies a stream: kernels, copies, memsets.
+CREATE VIEW n.gpu_work AS
+SELECT device_id, stream_id, start, "end" FROM n.kernel
+UNION ALL SELECT device_id, stream_id, start, "end" FROM n.memcpy
+UNION ALL SELECT device_id, stream_id, start, "end" FROM n.memset;

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
+# Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
+# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+OUT=${OUT:-$repo/h200-out}
+mkdir -p "$OUT"
+PY=$(command -v python3)
+NSYS=${NSYS:-/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys}
+# Neutral folder and minimal environment: nsys records the working folder and environments.
+work=/tmp/nsysh2d
+rm -rf "$work/src" && mkdir -p "$work/src" "$work/out"
+cp -r "$repo/nsysh2d" "$repo/workloads" "$work/src/"
+[ -d "$repo/.devkit" ] && cp -r "$repo/.devkit" "$work/devkit"
+clean() { (cd "$work" && env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
+  LD_LIBRARY_PATH=/usr/local/nvidia/lib64 PYTHONPATH="$work/src" PYTHONUNBUFFERED=1 NSYS="$NSYS" "$@"); }
+profile() { clean "$PY" -m nsysh2d.cli profile -o "$work/out" --importer-lib "$work/devkit" "$@"; }
+QWEN_ARGS=${QWEN_ARGS:-}
+for stage in "$@"; do
+  echo "=== $stage $(date -u +%H:%M:%S)"
+  case $stage in
+    env)
+      { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv; "$NSYS" --version;
+        "$PY" -c 'import torch, sys; print("torch", torch.__version__, "cuda", torch.version.cuda, "python", sys.version.split()[0])';
+        "$NSYS" export --help; } > "$OUT/env.txt" 2>&1; head -5 "$OUT/env.txt" ;;
+    sweep-host)
+      clean "$PY" "$work/src/workloads/h2d_sweep.py" --json "$work/out/sweep-host.json" | tee "$OUT/sweep-host.txt"
+      cp "$work/out/sweep-host.json" "$OUT/" ;;
+    sweep-trace)
+      profile --name h2d-sweep --no-variants --cudabacktrace none --sample none \
+        "$work/src/workloads/h2d_sweep.py" -- ${SWEEP_ARGS:-} > "$OUT/sweep-trace.log" 2>&1; echo "rc=$?"; tail -3 "$OUT/sweep-trace.log"
+      cp "$work/out/h2d-sweep.sqlite" "$OUT/" ;;
+    qwen-host)
+      clean "$PY" "$work/src/workloads/qwen3vl.py" --check-identical $QWEN_ARGS | tee -a "$OUT/qwen-host.txt" ;;
+    qwen-trace)
+      profile ${PROFILE_ARGS:-} "$work/src/workloads/qwen3vl.py" -- $QWEN_ARGS > "$OUT/qwen-trace.log" 2>&1; echo "rc=$?"
+      grep -E "^\[|identical|wrote|next" "$OUT/qwen-trace.log" | tail -20
+      cp "$work/out"/qwen3vl-*.sqlite "$OUT/" ;;
+  esac
+done
+ls -la "$OUT" "$work/out"
