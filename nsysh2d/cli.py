@@ -165,9 +165,311 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
     return 0
 
 
-def _register_analysis_commands():
-    # Imported lazily so the profiling path never loads duckdb/polars/rich.
-    from . import commands  # noqa: F401
+# ----------------------------------------------------------------------------------------- analyze
+def _duration(ctx, param, value):
+    from .analysis import parse_duration
+
+    try:
+        return parse_duration(value) if value is not None else None
+    except NsysH2DError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _emit(text: str, output: str | None) -> None:
+    if output:
+        from .cachedir import atomic_write
+
+        try:
+            atomic_write(output, text)
+        except OSError as e:
+            raise NsysH2DError(f"{output}: cannot write ({e.strerror})", 6) from None
+    else:
+        click.echo(text, nl=False)
+
+
+common_report_options = [
+    click.option("--min-duration", default="100us", show_default=True, callback=_duration,
+                 help="A call is long when its host-side duration is at least this (ns, us, ms)."),
+    click.option("--direction", type=click.Choice(["h2d", "d2h", "all"]), default="h2d", show_default=True,
+                 help="Which copies to report."),
+    click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
+    click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout."),
+    click.option("--step-pattern", default=r"^step\b", show_default=True,
+                 help="Regular expression naming the NVTX ranges that mark one step (per-step figures)."),
+    click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs."),
+]
+
+
+def report_options(f):
+    for opt in reversed(common_report_options):
+        f = opt(f)
+    return f
+
+
+@main.command()
+@click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@report_options
+@click.option("--top", default=10, show_default=True, type=click.IntRange(0), help="How many of the longest calls to list.")
+@click.option("--by", type=click.Choice(["kind", "site", "class", "nvtx", "stream"]), default="kind", show_default=True,
+              help="Group by memory kind, call site, true source class, NVTX range or stream.")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: CPU count).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache.")
+def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_path, top, by, jobs, no_cache):
+    """Report long-blocking async memcpy calls in nsys exports.
+
+    REPORT is an nsys SQLite export (`nsys export --type sqlite`) or a .nsys-rep (exported with the
+    nsys CLI into the cache folder). The file is opened read-only; nothing is written beside it.
+
+    \b
+    A call is *long* when its host-side duration (what the CPU thread lost) is at least
+    --min-duration, and *blocking* when it is long and synchronous: it returned only after its
+    GPU copy had started, i.e. it waited for the work queued ahead of it on the stream.
+
+    \b
+      nsysh2d analyze run.sqlite
+      nsysh2d analyze run.sqlite --by site --min-duration 1ms
+      nsysh2d analyze rank*.sqlite --format json -o report.json
+    """
+    from . import batch
+    from .analysis import Options
+    from .render import render_sections, to_json
+    from .views import analyze_sections, report_heading
+
+    opts = Options(min_ns=min_duration, direction=direction, top=top, step_pattern=step_pattern)
+    reps, errors = batch.run(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache)
+    for path, msg, _code in errors:
+        click.echo(f"nsysh2d: error: {msg}", err=True)
+    if fmt == "json":
+        doc = {"nsysh2d": __version__, "reports": reps}
+        if errors:
+            doc["errors"] = [{"path": p, "error": m, "exit_code": c} for p, m, c in errors]
+        _emit(to_json(doc), output)
+    else:
+        parts = []
+        for rep in reps:
+            parts.append(render_sections(fmt, analyze_sections(rep, by, show_top=top > 0), report_heading(rep)))
+        if len(reps) > 1:
+            parts.append(render_sections(fmt, [_combined(reps)]))
+        if errors:
+            parts.append(f"INCOMPLETE: {len(errors)} of {len(reports)} reports could not be analyzed (see stderr)\n")
+        _emit("\n".join(parts), output)
+    if errors:
+        return max(c for _p, _m, c in errors)
+    return 0
+
+
+def _analyze_one(path, opts, nsys_path, no_cache, groups=("site", "class", "nvtx", "stream")) -> dict:
+    from . import batch
+
+    reps, errors = batch.run([path], opts, groups=groups, jobs=1, nsys=nsys_path, use_cache=not no_cache,
+                             progress=False)
+    if errors:
+        _p, msg, code = errors[0]
+        raise NsysH2DError(msg, code)
+    return reps[0]
+
+
+# ----------------------------------------------------------------------------------------- compare
+@main.command()
+@click.argument("before", type=click.Path(dir_okay=True))
+@click.argument("after", type=click.Path(dir_okay=True))
+@report_options
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache.")
+def compare(before, after, min_duration, direction, fmt, output, step_pattern, nsys_path, no_cache):
+    """Compare two traces (before/after a fix): per memory kind, source class, call site and NVTX
+    range, with deltas, per-step figures when both carry step ranges, and what disappeared or appeared.
+
+    \b
+      nsysh2d compare before.sqlite after.sqlite
+      nsysh2d compare before.sqlite after.sqlite --format markdown >> $GITHUB_STEP_SUMMARY
+    """
+    from .analysis import Options
+    from .compare import compare as do_compare
+    from .render import render_sections, to_json
+    from .views import compare_sections
+
+    opts = Options(min_ns=min_duration, direction=direction, top=10, step_pattern=step_pattern)
+    rb = _analyze_one(before, opts, nsys_path, no_cache)
+    ra = _analyze_one(after, opts, nsys_path, no_cache)
+    result = do_compare(rb, ra)
+    if fmt == "json":
+        _emit(to_json({"nsysh2d": __version__, "compare": result}), output)
+    else:
+        _emit(render_sections(fmt, compare_sections(result), f"{before}  ->  {after}"), output)
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- gate
+@main.command()
+@click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=True))
+@click.option("--max-long-calls", type=click.IntRange(0), default=0, show_default=True,
+              help="Fail when more long-blocking copies than this are found.")
+@click.option("--count", type=click.Choice(["blocking", "long"]), default="blocking", show_default=True,
+              help="What a rule counts: long-blocking calls (long and synchronous) or every long call.")
+@click.option("--min-duration", default="100us", show_default=True, callback=_duration,
+              help="A call is long when its host-side duration is at least this.")
+@click.option("--max-blocked-per-step", callback=_duration, default=None,
+              help="Fail when host time in long copies per NVTX step exceeds this (e.g. 1ms).")
+@click.option("--kind", "kinds", multiple=True, help="Only copies from this source memory kind (file label, "
+              "e.g. Pageable); repeatable.")
+@click.option("--direction", type=click.Choice(["h2d", "d2h", "all"]), default="h2d", show_default=True)
+@click.option("--baseline", type=click.Path(dir_okay=False), help="Findings stored by `nsysh2d baseline`: fail on new "
+              "long-blocking call sites or growth beyond --tolerance.")
+@click.option("--tolerance", default="10%", show_default=True, help="Growth over the baseline allowed (10% or 0.1).")
+@click.option("--step-pattern", default=r"^step\b", show_default=True, help="NVTX ranges that mark one step.")
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
+@click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
+              help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
+@click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
+@click.option("--no-cache", is_flag=True)
+@click.pass_context
+def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step, kinds, direction, baseline,
+         tolerance, step_pattern, junit_path, summary_path, fmt, config_path, nsys_path, no_cache):
+    """CI gate: exit 0 when the traces pass, 1 when a rule fails, 2 on bad input.
+
+    \b
+    Rules:
+      max-long-calls        long-blocking copies found <= --max-long-calls (default 0)
+      max-blocked-per-step  host time in long copies per NVTX step <= --max-blocked-per-step
+      no-new-sites          (with --baseline) no long-blocking call site the baseline lacks
+      no-growth             (with --baseline) no site's long-copy time grew beyond --tolerance
+
+    Settings may also come from [tool.nsysh2d.gate] in pyproject.toml (the command line wins):
+    max-long-calls, count, min-duration, max-blocked-per-step, kinds, direction, baseline,
+    tolerance, step-pattern. When GITHUB_ACTIONS=true, failures are also printed as error annotations.
+
+    \b
+      nsysh2d baseline main.sqlite -o nsysh2d-baseline.json
+      nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json --junit gate.xml
+    """
+    import json
+
+    from .analysis import Options, parse_duration
+    from .compare import Rules, gate as do_gate, verdict_dict
+    from .config import gate_settings
+    from .render import to_json
+    from .render.ci import github_annotations, junit, summary_markdown
+
+    conf, conf_path = gate_settings(__import__("pathlib").Path(config_path) if config_path else None)
+
+    def setting(name, key, value, convert=lambda v: v):
+        src = ctx.get_parameter_source(name)
+        if src is not click.core.ParameterSource.COMMANDLINE and key in conf:
+            try:
+                return convert(conf[key])
+            except (TypeError, ValueError, NsysH2DError) as e:
+                raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {conf[key]!r} ({e})") from None
+        return value
+
+    max_long_calls = setting("max_long_calls", "max-long-calls", max_long_calls, int)
+    count = setting("count", "count", count, str)
+    min_duration = setting("min_duration", "min-duration", min_duration, parse_duration)
+    max_blocked_per_step = setting("max_blocked_per_step", "max-blocked-per-step", max_blocked_per_step, parse_duration)
+    kinds = setting("kinds", "kinds", tuple(kinds), lambda v: tuple([v] if isinstance(v, str) else v))
+    direction = setting("direction", "direction", direction, str)
+    baseline = setting("baseline", "baseline", baseline, str)
+    tolerance = setting("tolerance", "tolerance", tolerance, str)
+    step_pattern = setting("step_pattern", "step-pattern", step_pattern, str)
+    if count not in ("blocking", "long") or direction not in ("h2d", "d2h", "all"):
+        raise NsysH2DError("bad count/direction setting", 2)
+    tol = str(tolerance).strip()
+    try:
+        tol_f = float(tol[:-1]) / 100 if tol.endswith("%") else float(tol)
+    except ValueError:
+        raise NsysH2DError(f"bad --tolerance {tolerance!r}: use e.g. 10% or 0.1", 2) from None
+    base = None
+    if baseline:
+        try:
+            with open(baseline) as f:
+                base = json.load(f)
+        except OSError as e:
+            raise NsysH2DError(f"{baseline}: cannot read baseline ({e.strerror})", 2) from None
+        except ValueError:
+            raise NsysH2DError(f"{baseline}: not a baseline file (invalid JSON)", 2) from None
+        if not isinstance(base, dict) or base.get("nsysh2d_baseline") != 1:
+            raise NsysH2DError(f"{baseline}: not a baseline written by 'nsysh2d baseline'", 2)
+    rules = Rules(max_long_calls=max_long_calls, count=count, max_blocked_per_step_ns=max_blocked_per_step,
+                  kinds=kinds, tolerance=tol_f)
+    opts = Options(min_ns=min_duration, direction=direction, top=20, step_pattern=step_pattern)
+    verdicts = []
+    for path in reports:
+        rep = _analyze_one(path, opts, nsys_path, no_cache)
+        verdicts.append(verdict_dict(rep, do_gate(rep, rules, base)))
+    passed = all(v["passed"] for v in verdicts)
+    from .cachedir import atomic_write
+
+    if junit_path:
+        atomic_write(junit_path, junit(verdicts))
+    if summary_path:
+        with open(summary_path, "a") as f:  # GitHub's step summary is appended to
+            f.write(summary_markdown(verdicts))
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        click.echo(github_annotations(verdicts), nl=False)
+    if fmt == "json":
+        click.echo(to_json({"nsysh2d": __version__, "passed": passed, "verdicts": verdicts}), nl=False)
+    elif fmt == "markdown":
+        click.echo(summary_markdown(verdicts), nl=False)
+    else:
+        from .render.ci import _offender_line
+
+        for v in verdicts:
+            click.echo(f"{'PASS' if v['passed'] else 'FAIL'}  {v['path']}")
+            for r in v["rules"]:
+                click.echo(f"  [{'pass' if r['passed'] else 'FAIL'}] {r['name']}: {r['message']}")
+                for o in r["offenders"][:10]:
+                    click.echo(f"      {_offender_line(o)}")
+    return 0 if passed else 1
+
+
+# ----------------------------------------------------------------------------------------- baseline
+@main.command()
+@click.argument("report", type=click.Path(dir_okay=True))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Baseline JSON to write.")
+@click.option("--min-duration", default="100us", show_default=True, callback=_duration)
+@click.option("--direction", type=click.Choice(["h2d", "d2h", "all"]), default="h2d", show_default=True)
+@click.option("--step-pattern", default=r"^step\b", show_default=True)
+@click.option("--nsys", "nsys_path")
+@click.option("--no-cache", is_flag=True)
+def baseline(report, output, min_duration, direction, step_pattern, nsys_path, no_cache):
+    """Store a trace's findings (per call site, kind, class; steps) for `gate --baseline`."""
+    from .analysis import Options
+    from .cachedir import atomic_write
+    from .compare import baseline_from
+    from .render import to_json
+
+    rep = _analyze_one(report, Options(min_ns=min_duration, direction=direction, step_pattern=step_pattern),
+                       nsys_path, no_cache)
+    atomic_write(output, to_json(baseline_from(rep)))
+    click.echo(f"wrote {output}: {rep['totals']['blocking_calls']} long-blocking copies at "
+               f"{sum(1 for s in rep['by_site'] if s['blocking_calls'])} call site(s)")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- cache
+@main.command("cache-clear")
+def cache_clear():
+    """Delete nsysh2d's cache folder (analysis results, exports of .nsys-rep files)."""
+    from .cache import clear
+    from .cachedir import cache_root
+
+    n = clear()
+    click.echo(f"removed {n} cached file(s) from {cache_root()}")
+    return 0
+
+
+def _combined(reps):
+    from .render import Column, Section
+
+    rows = [{"path": r["path"], **{k: r["totals"][k] for k in ("calls", "long_calls", "blocking_calls", "long_ns")},
+             "steps": r["steps"]["steps"]} for r in reps]
+    total = {"path": "(all)", **{k: sum(r[k] for r in rows) for k in ("calls", "long_calls", "blocking_calls",
+                                                                          "long_ns", "steps")}}
+    return Section("combined", [Column("path", "report"), Column("calls", "calls", "int"),
+                                Column("long_calls", "long", "int"), Column("blocking_calls", "blocking", "int"),
+                                Column("long_ns", "long time", "ns"), Column("steps", "steps", "int")], rows + [total])
 
 
 if __name__ == "__main__":

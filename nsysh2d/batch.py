@@ -1,0 +1,64 @@
+"""Analyze many reports (e.g. one per rank) in parallel, with progress, one result per report."""
+from __future__ import annotations
+
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from .errors import NsysH2DError
+
+
+def _one(path: str, opts, groups, nsys, use_cache) -> dict:
+    from .analysis import Analysis
+    from .cache import cached_report
+
+    return cached_report(path, opts, groups, nsys=nsys, use_cache=use_cache,
+                         compute=lambda: _compute(Analysis, path, opts, groups, nsys))
+
+
+def _compute(Analysis, path, opts, groups, nsys) -> dict:
+    a = Analysis.open(path, nsys=nsys)
+    try:
+        return a.report(opts, groups=groups)
+    finally:
+        a.close()
+
+
+def run(paths: list[str], opts, groups=("site", "class", "nvtx", "stream"), jobs: int | None = None,
+        nsys: str | None = None, use_cache: bool = True, progress: bool | None = None):
+    """Returns (reports in input order, errors as (path, message, exit code))."""
+    results: dict[int, dict] = {}
+    errors: list[tuple[str, str, int]] = []
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
+    if progress is None:
+        progress = sys.stderr.isatty() and len(paths) > 1
+    bar = None
+    if progress:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("analyzing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       transient=True, console=__import__("rich.console").console.Console(stderr=True))
+        bar.start()
+        task = bar.add_task("reports", total=len(paths))
+
+    def done(i, fut_or_exc):
+        try:
+            results[i] = fut_or_exc() if callable(fut_or_exc) else fut_or_exc
+        except NsysH2DError as e:
+            errors.append((paths[i], str(e), e.exit_code))
+        if bar:
+            bar.advance(task)
+
+    try:
+        if jobs == 1:
+            for i, p in enumerate(paths):
+                done(i, lambda p=p: _one(p, opts, groups, nsys, use_cache))
+        else:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futs = {pool.submit(_one, p, opts, groups, nsys, use_cache): i for i, p in enumerate(paths)}
+                for f in as_completed(futs):
+                    done(futs[f], f.result)
+    finally:
+        if bar:
+            bar.stop()
+    return [results[i] for i in sorted(results)], errors

@@ -1,0 +1,41 @@
+"""Gate settings from `[tool.nsysh2d.gate]` in the project's pyproject.toml (the command line wins)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import BadInput
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+KEYS = {"max-long-calls", "min-duration", "max-blocked-per-step", "kinds", "direction", "count", "tolerance",
+        "baseline", "step-pattern"}
+
+
+def find_pyproject(start: Path | None = None) -> Path | None:
+    here = (start or Path.cwd()).resolve()
+    for d in [here, *here.parents]:
+        p = d / "pyproject.toml"
+        if p.is_file():
+            return p
+        if (d / ".git").exists():
+            break
+    return None
+
+
+def gate_settings(path: Path | None = None) -> tuple[dict, Path | None]:
+    p = path or find_pyproject()
+    if p is None:
+        return {}, None
+    try:
+        data = tomllib.loads(p.read_text())
+    except (OSError, ValueError) as e:
+        raise BadInput(f"{p}: cannot read [tool.nsysh2d.gate] ({e})") from None
+    section = data.get("tool", {}).get("nsysh2d", {}).get("gate", {})
+    unknown = set(section) - KEYS
+    if unknown:
+        raise BadInput(f"{p}: unknown key(s) in [tool.nsysh2d.gate]: {', '.join(sorted(unknown))} "
+                       f"(known: {', '.join(sorted(KEYS))})")
+    return section, p
