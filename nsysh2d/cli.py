@@ -222,8 +222,8 @@ def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_pa
 
     \b
     A call is *long* when its host-side duration (what the CPU thread lost) is at least
-    --min-duration, and *blocking* when it is long and synchronous: it returned only after its
-    GPU copy had started, i.e. it waited for the work queued ahead of it on the stream.
+    --min-duration, and *blocking* when it is long and waited for the GPU: it returned only after
+    its own GPU copy had started, or it lasted at least half of the GPU work queued ahead of it.
 
     \b
       nsysh2d analyze run.sqlite
@@ -305,7 +305,7 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
 @click.option("--max-long-calls", type=click.IntRange(0), default=0, show_default=True,
               help="Fail when more long-blocking copies than this are found.")
 @click.option("--count", type=click.Choice(["blocking", "long"]), default="blocking", show_default=True,
-              help="What a rule counts: long-blocking calls (long and synchronous) or every long call.")
+              help="What a rule counts: long-blocking calls (long and waited for the GPU) or every long call.")
 @click.option("--min-duration", default="100us", show_default=True, callback=_duration,
               help="A call is long when its host-side duration is at least this.")
 @click.option("--max-blocked-per-step", callback=_duration, default=None,
@@ -445,6 +445,61 @@ def baseline(report, output, min_duration, direction, step_pattern, nsys_path, n
     atomic_write(output, to_json(baseline_from(rep)))
     click.echo(f"wrote {output}: {rep['totals']['blocking_calls']} long-blocking copies at "
                f"{sum(1 for s in rep['by_site'] if s['blocking_calls'])} call site(s)")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- threshold
+@main.command()
+@click.argument("sweep", type=click.Path(dir_okay=True))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+              help="Also draw host time vs payload per variant (.png or .svg; needs matplotlib).")
+@click.option("--nsys", "nsys_path", help="nsys binary used to export a .nsys-rep input.")
+def threshold(sweep, fmt, output, plot_path, nsys_path):
+    """Payload threshold of blocking copies, from a workloads/h2d_sweep.py trace.
+
+    For each source variant, GPU backlog depth and number of copies in flight: the smallest payload
+    from which on the call waits for the queued GPU work (in most repeats), the largest payload
+    below it that did not, the spread of that threshold over repeats, and blocked time / backlog.
+
+    \b
+      nsysh2d profile --no-variants --sample none --cudabacktrace none workloads/h2d_sweep.py
+      nsysh2d threshold nsysh2d-out/h2d_sweep.sqlite --plot threshold.png
+    """
+    from .analysis import Analysis, format_bytes
+    from .render import Column, Section, render_sections, to_json
+    from .threshold import plot, sweep_rows, thresholds
+
+    a = Analysis.open(sweep, nsys=nsys_path)
+    try:
+        result = thresholds(sweep_rows(a))
+    finally:
+        a.close()
+    if plot_path:
+        try:
+            plot(result, plot_path, title=sweep)
+        except ImportError:
+            raise NsysH2DError("--plot needs matplotlib: pip install 'nsysh2d[plot]'", 2) from None
+    if fmt == "json":
+        _emit(to_json({"nsysh2d": __version__, "path": sweep, "thresholds": result}), output)
+        return 0
+    rows = []
+    for r in result:
+        sp = r["spread_bytes"]
+        never = "no backlog to wait for" if r["undetermined"] else "never waits"
+        rows.append({**r, "threshold": format_bytes(r["threshold_bytes"]) if r["threshold_bytes"] else never,
+                     "below": format_bytes(r["below_bytes"]) if r["below_bytes"] else "-",
+                     "spread": f"{format_bytes(sp[0])} .. {format_bytes(sp[1])}" if sp else "-",
+                     "ratio": f"{r['blocked_over_backlog']:.2f}" if r["blocked_over_backlog"] else "-",
+                     "backlog": f"{r['backlog_us'] / 1000:g} ms"})
+    sec = Section("payload threshold per series", [
+        Column("variant", "variant"), Column("backlog", "backlog"), Column("inflight", "in flight", "int"),
+        Column("below", "largest not waiting"), Column("threshold", "threshold (waits from)"),
+        Column("spread", "spread over repeats"), Column("ratio", "host / backlog when waiting")], rows,
+        note="waits: the call took at least half of the GPU backlog measured at the call; threshold: smallest "
+             "payload from which on most repeats wait; repeats with no backlog left at the call cannot tell.")
+    _emit(render_sections(fmt, [sec], sweep), output)
     return 0
 
 

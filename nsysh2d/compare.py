@@ -101,7 +101,7 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
     kinds = [r for r in rep["by_kind"] if _kind_ok(r["src_kind"], rules)]
     n = sum(r[count_key] for r in kinds)
     offenders = [t for t in rep["top"] if _kind_ok(t["src_kind"], rules)
-                 and (t["synchronous"] or rules.count == "long")]
+                 and (t["waited_for_gpu"] or rules.count == "long")]
     scope = f" from {'/'.join(rules.kinds)} memory" if rules.kinds else ""
     results.append(RuleResult(
         "max-long-calls", n <= rules.max_long_calls,

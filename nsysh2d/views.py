@@ -26,7 +26,8 @@ def analyze_sections(rep: dict, by: str = "kind", show_top: bool = True) -> list
     if t.get("long_ns_per_step") is not None:
         per_step = f", {format_ns(t['long_ns_per_step'])} blocked per step"
     note = (f"{rep['direction']} async memcpy calls; long = host-side duration >= {format_ns(rep['min_duration_ns'])}; "
-            f"blocking = long and synchronous (returned only after its GPU copy started). "
+            f"blocking = long and waited for the GPU (returned after its own GPU copy started, or lasted "
+            f">= half the backlog queued ahead). "
             f"Total: {t['long_calls']} long, {t['blocking_calls']} blocking, {format_ns(t['long_ns'])}{per_step}.")
     if by == "kind":
         sec = Section("by source/destination memory kind",
@@ -40,7 +41,7 @@ def analyze_sections(rep: dict, by: str = "kind", show_top: bool = True) -> list
         sections.append(Section(
             f"longest calls (top {len(rep['top'])})",
             [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes"),
-             Column("source_class", "class"), Column("synchronous", "sync", "bool"),
+             Column("source_class", "class"), Column("waited_for_gpu", "waited", "bool"),
              Column("backlog_ns", "backlog", "ns"), Column("wait_ns", "wait", "ns"),
              Column("where", "call site"), Column("nvtx_path", "NVTX path")],
             [{**r, "where": r.get("site_line") or r.get("site")} for r in rep["top"]],
@@ -48,7 +49,7 @@ def analyze_sections(rep: dict, by: str = "kind", show_top: bool = True) -> list
                  "wait: call start -> its GPU copy start."))
         fixes = []
         for r in rep["top"]:
-            if r.get("synchronous") and r.get("fix"):
+            if r.get("waited_for_gpu") and r.get("fix"):
                 line = f"{r.get('site') or r.get('nvtx_range') or '?'} [{r['source_class']}]: {r['fix']}"
                 if line not in fixes:
                     fixes.append(line)

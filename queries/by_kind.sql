@@ -1,10 +1,10 @@
 -- by_kind: per source/destination memory-kind pair (labels from the file's ENUM_CUDA_MEM_KIND).
 -- Parameters: $min_ns (a call is long when host_ns >= it), $direction ('h2d', 'd2h' or 'all').
--- long_calls: host_ns >= $min_ns; blocking_calls: long and synchronous (waited for the GPU stream).
+-- long_calls: host_ns >= $min_ns; blocking_calls: long and waited_for_gpu (see copies_x.sql).
 SELECT src_kind_name AS src_kind, dst_kind_name AS dst_kind,
        count(*) AS calls,
        count(*) FILTER (WHERE host_ns >= $min_ns) AS long_calls,
-       count(*) FILTER (WHERE host_ns >= $min_ns AND synchronous) AS blocking_calls,
+       count(*) FILTER (WHERE host_ns >= $min_ns AND waited_for_gpu) AS blocking_calls,
        COALESCE(sum(host_ns) FILTER (WHERE host_ns >= $min_ns), 0)::BIGINT AS long_ns,
        sum(host_ns)::BIGINT AS total_ns,
        quantile_disc(host_ns, 0.5) AS p50_ns,
