@@ -1,6 +1,7 @@
 """Analyze many reports (e.g. one per rank) in parallel, with progress, one result per report."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -54,7 +55,8 @@ def run(paths: list[str], opts, groups=("site", "class", "nvtx", "stream"), jobs
             for i, p in enumerate(paths):
                 done(i, lambda p=p: _one(p, opts, groups, nsys, use_cache))
         else:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
+            # spawn, not fork: a forked child of a process with DuckDB's threads running can deadlock.
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
                 futs = {pool.submit(_one, p, opts, groups, nsys, use_cache): i for i, p in enumerate(paths)}
                 for f in as_completed(futs):
                     done(futs[f], f.result)

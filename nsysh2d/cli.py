@@ -239,6 +239,8 @@ def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_pa
     reps, errors = batch.run(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache)
     for path, msg, _code in errors:
         click.echo(f"nsysh2d: error: {msg}", err=True)
+    if errors and not reps:  # nothing to show: the error lines say it all
+        return max(c for _p, _m, c in errors)
     if fmt == "json":
         doc = {"nsysh2d": __version__, "reports": reps}
         if errors:

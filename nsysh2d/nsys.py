@@ -137,7 +137,7 @@ def workload_variants(script: str) -> list[str]:
         text = Path(script).read_text(errors="replace")
     except OSError:
         return []
-    if "--variant" not in text:
+    if not re.search(r"[\"']--variant[\"']", text):  # the option itself, not e.g. --variants
         return []
     m = re.search(r"--variant[\"'][^)]*?choices\s*=\s*[\[(]([^\])]*)[\])]", text, re.S)
     if m:

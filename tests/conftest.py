@@ -1,0 +1,57 @@
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+SHARED = DATA / "shared"
+H200 = DATA / "h200"
+SWEEP_TRACES = {
+    "2023.4": SHARED / "h200-sweep-nsys2023.4.sqlite",
+    "2025.3": SHARED / "h200-sweep-nsys2025.3.sqlite",
+    "2025.3-cudabacktrace": SHARED / "h200-sweep-nsys2025.3-cudabacktrace.sqlite",
+    "2025.3-pythonbacktrace": SHARED / "h200-sweep-nsys2025.3-pythonbacktrace.sqlite",
+}
+BEFORE = H200 / "qwen3vl-before.sqlite"
+AFTER = H200 / "qwen3vl-after.sqlite"
+SWEEP = H200 / "h2d-sweep.sqlite"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path, monkeypatch):
+    # Every test gets its own cache folder: no test sees another's cached reports.
+    monkeypatch.setenv("NSYSH2D_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+
+
+@pytest.fixture
+def cli():
+    from nsysh2d.cli import main
+
+    def run(*args, env=None):
+        runner = CliRunner()
+        return runner.invoke(main, [str(a) for a in args], env=env, catch_exceptions=False)
+
+    return run
+
+
+def run_cli(*args, env=None, cwd=None):
+    """The installed console script, as a user runs it."""
+    exe = shutil.which("nsysh2d") or None
+    cmd = [exe] if exe else [sys.executable, "-m", "nsysh2d.cli"]
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, env=full_env, cwd=cwd)
+
+
+def sha256(path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def listing(folder) -> list[str]:
+    return sorted(os.listdir(folder))

@@ -1,0 +1,223 @@
+"""`nsysh2d profile` and .nsys-rep input, driven by a stand-in nsys (no GPU or nsys in CI)."""
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT, SWEEP_TRACES, run_cli
+from nsysh2d import nsys as nsysmod
+from nsysh2d.errors import NsysH2DError
+
+FAKE_NSYS = r'''#!{python}
+"""Stand-in nsys: 'profile' runs the target and writes a report (or only a .qdstrm when
+FAKE_LEAVE_QDSTRM is set); 'export' copies a known real SQLite export to -o."""
+import os, shutil, subprocess, sys
+args = sys.argv[1:]
+log = os.environ.get("FAKE_NSYS_LOG")
+if log:
+    with open(log, "a") as f:
+        f.write(" ".join(args) + "\n")
+if args[0] == "--version":
+    print("NVIDIA Nsight Systems version 0.0-fake"); sys.exit(0)
+if args[0] == "profile":
+    out = args[args.index("-o") + 1]
+    target = args[args.index("-o") + 2:]
+    rc = subprocess.call(target)
+    if os.environ.get("FAKE_LEAVE_QDSTRM"):
+        open(out + ".qdstrm", "wb").write(b"raw")
+        print("Importer error status: An unknown error occurred.")
+    else:
+        open(out + ".nsys-rep", "wb").write(b"report")
+    sys.exit(rc)
+if args[0] == "export":
+    if os.environ.get("FAKE_EXPORT_FAIL"):
+        print("ProtobufParseException: cannot read report", file=sys.stderr); sys.exit(1)
+    out = args[args.index("-o") + 1]
+    shutil.copyfile(os.environ["FAKE_SQLITE"], out); sys.exit(0)
+sys.exit(2)
+'''
+
+FAKE_IMPORTER = r'''#!{python}
+import sys
+src = sys.argv[sys.argv.index("-i") + 1]
+open(src[: -len(".qdstrm")] + ".nsys-rep", "wb").write(b"imported")
+'''
+
+
+def write_exe(path, text):
+    path.write_text(text.replace("{python}", sys.executable))
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+    return path
+
+
+@pytest.fixture
+def fake_nsys(tmp_path):
+    root = tmp_path / "nsight" / "host"
+    (root / "target-linux-x64").mkdir(parents=True)
+    (root / "linux-desktop-glibc_2_11_3-x64").mkdir(parents=True)
+    exe = write_exe(root / "target-linux-x64" / "nsys", FAKE_NSYS)
+    write_exe(root / "linux-desktop-glibc_2_11_3-x64" / "QdstrmImporter", FAKE_IMPORTER)
+    return exe
+
+
+def env_for(fake, tmp_path, **extra):
+    return {"NSYS": str(fake), "FAKE_SQLITE": str(SWEEP_TRACES["2025.3"]), "FAKE_NSYS_LOG": str(tmp_path / "nsys.log"),
+            "NSYSH2D_CACHE_DIR": str(tmp_path / "cache"), **extra}
+
+
+def workload(tmp_path, body="print('ran', sys.argv[1:])", variants=True):
+    w = tmp_path / "w.py"
+    opt = 'ap.add_argument("--variant", choices=["before", "after"])' if variants else ""
+    w.write_text(textwrap.dedent(f"""
+        import argparse, sys
+        ap = argparse.ArgumentParser(); {opt}
+        ap.add_argument("--steps", type=int, default=1)
+        args, _ = ap.parse_known_args()
+        {body}
+    """))
+    return w
+
+
+def test_find_nsys_order(tmp_path, fake_nsys):
+    other = write_exe(tmp_path / "nsys", "#!/bin/sh\n")
+    assert nsysmod.find_nsys(str(other)) == str(other)
+    assert nsysmod.find_nsys(env={"NSYS": str(fake_nsys), "PATH": str(tmp_path)}) == str(fake_nsys)
+    assert nsysmod.find_nsys(env={"PATH": str(tmp_path)}) == str(tmp_path / "nsys")
+    with pytest.raises(NsysH2DError) as e:
+        nsysmod.find_nsys(env={"PATH": str(tmp_path / "empty"), "NSYS": str(tmp_path / "missing")})
+    assert e.value.exit_code == 3
+
+
+def test_no_nsys_gives_install_advice(tmp_path, monkeypatch):
+    monkeypatch.setattr(nsysmod, "NSYS_GLOBS", ())
+    with pytest.raises(NsysH2DError) as e:
+        nsysmod.find_nsys(env={"PATH": str(tmp_path)})
+    assert e.value.exit_code == 3 and "install Nsight Systems" in str(e.value)
+
+
+def test_find_importer_near_nsys(fake_nsys):
+    imp = nsysmod.find_importer(str(fake_nsys))
+    assert imp and imp.endswith("linux-desktop-glibc_2_11_3-x64/QdstrmImporter")
+
+
+def test_capture_options_and_commands():
+    opts = nsysmod.CaptureOptions(sample="none", python_backtrace=True)
+    args = opts.args()
+    assert "--trace=cuda,nvtx" in args and "--cudabacktrace=memory" in args
+    assert "--sample=process-tree" in args  # backtraces need sampling on
+    assert "--python-backtrace=cuda" in args
+    cmd = nsysmod.export_command("nsys", "a.nsys-rep", "a.sqlite", opts.export_args())
+    assert "--include-blobs=true" in cmd and cmd[-1] == "a.nsys-rep"
+    plain = nsysmod.CaptureOptions(cudabacktrace=None, sample="none").args()
+    assert "--sample=none" in plain and not any(a.startswith("--cudabacktrace") for a in plain)
+
+
+def test_workload_variants_read_from_source():
+    assert nsysmod.workload_variants(str(ROOT / "workloads" / "qwen3vl.py")) == ["before", "after"]
+    assert nsysmod.workload_variants(str(ROOT / "workloads" / "h2d_sweep.py")) == []
+
+
+def test_profile_both_variants(tmp_path, fake_nsys):
+    w = workload(tmp_path)
+    out = tmp_path / "out"
+    r = run_cli("profile", "-o", out, w, "--", "--steps", "3", env=env_for(fake_nsys, tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (out / "w-before.sqlite").exists() and (out / "w-after.sqlite").exists()
+    assert "next: nsysh2d compare" in r.stdout
+    log = (tmp_path / "nsys.log").read_text().splitlines()
+    assert [ln.split()[0] for ln in log] == ["profile", "export", "profile", "export"]
+    assert "--steps 3 --variant before" in log[0] and "--variant after" in log[2]
+    # The exports are what nsys wrote: analyze reads them.
+    r = run_cli("analyze", out / "w-before.sqlite", "--format", "json", env=env_for(fake_nsys, tmp_path))
+    assert json.loads(r.stdout)["reports"][0]["totals"]["calls"] == 256
+
+
+def test_profile_plain_command(tmp_path, fake_nsys):
+    out = tmp_path / "out"
+    r = run_cli("profile", "-o", out, "--name", "job", "--", sys.executable, "-c", "print(1)",
+                env=env_for(fake_nsys, tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (out / "job.sqlite").exists() and "next: nsysh2d analyze" in r.stdout
+
+
+def test_profile_finishes_a_left_over_qdstrm(tmp_path, fake_nsys):
+    w = workload(tmp_path, variants=False)
+    out = tmp_path / "out"
+    r = run_cli("profile", "-o", out, w, env=env_for(fake_nsys, tmp_path, FAKE_LEAVE_QDSTRM="1"))
+    assert r.returncode == 0, r.stderr
+    assert "importing it with" in r.stderr
+    assert (out / "w.nsys-rep").read_bytes() == b"imported" and (out / "w.sqlite").exists()
+
+
+def test_profile_failing_workload(tmp_path, fake_nsys):
+    w = workload(tmp_path, body="sys.exit(3)", variants=False)
+    r = run_cli("profile", "-o", tmp_path / "out", w, env=env_for(fake_nsys, tmp_path))
+    assert r.returncode == 4
+    assert "nsys profile exited 3" in r.stderr and "partial capture kept" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_profile_export_failure_keeps_the_report(tmp_path, fake_nsys):
+    w = workload(tmp_path, variants=False)
+    r = run_cli("profile", "-o", tmp_path / "out", w, env=env_for(fake_nsys, tmp_path, FAKE_EXPORT_FAIL="1"))
+    assert r.returncode == 5 and "report kept at" in r.stderr
+
+
+def test_profile_without_nsys(tmp_path, monkeypatch):
+    w = workload(tmp_path, variants=False)
+    r = run_cli("profile", w, env={"NSYS": str(tmp_path / "nope")})
+    assert r.returncode == 3 and "not an executable" in r.stderr
+
+
+def test_profile_unwritable_output(tmp_path, fake_nsys):
+    w = workload(tmp_path, variants=False)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = run_cli("profile", "-o", blocker / "sub", w, env=env_for(fake_nsys, tmp_path))
+    assert r.returncode == 6 and "cannot create output folder" in r.stderr
+
+
+def test_profile_missing_workload(tmp_path):
+    r = run_cli("profile", tmp_path / "nope.py")
+    assert r.returncode == 2 and "no such workload" in r.stderr
+
+
+def test_dry_run_prints_commands(tmp_path):
+    r = run_cli("profile", "--dry-run", "--python-backtrace", ROOT / "workloads" / "qwen3vl.py")
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    assert len(lines) == 4 and "--variant before" in lines[0] and "--include-blobs=true" in lines[1]
+
+
+def test_profiling_path_imports_no_analysis_stack(tmp_path, fake_nsys):
+    # A GPU box with only torch + click must profile: the profile command never loads these.
+    code = textwrap.dedent("""
+        import sys
+        from nsysh2d.cli import main
+        try:
+            main(["profile", "--dry-run", "--", "true"])
+        except SystemExit:
+            pass
+        bad = [m for m in ("duckdb", "polars", "rich", "pyarrow") if m in sys.modules]
+        print("loaded:", bad)
+    """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert "loaded: []" in r.stdout, r.stdout + r.stderr
+
+
+def test_nsys_rep_input_exported_into_cache(tmp_path, fake_nsys):
+    rep = tmp_path / "ro" / "run.nsys-rep"
+    rep.parent.mkdir()
+    rep.write_bytes(b"report")
+    env = env_for(fake_nsys, tmp_path)
+    r = run_cli("analyze", rep, "--format", "json", env=env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["reports"][0]["totals"]["calls"] == 256
+    assert os.listdir(rep.parent) == ["run.nsys-rep"]  # the export went to the cache, not beside
+    assert list((tmp_path / "cache" / "exports").glob("*.sqlite"))
+    r = run_cli("analyze", rep, env={**env, "FAKE_EXPORT_FAIL": "1", "NSYSH2D_CACHE_DIR": str(tmp_path / "c2")})
+    assert r.returncode == 5 and "nsys export failed: ProtobufParseException" in r.stderr
