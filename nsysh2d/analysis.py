@@ -122,10 +122,12 @@ class Analysis:
             "long_calls": int(kinds["long_calls"].sum()) if kinds.height else 0,
             "blocking_calls": int(kinds["blocking_calls"].sum()) if kinds.height else 0,
             "long_ns": int(kinds["long_ns"].sum()) if kinds.height else 0,
+            "blocking_ns": int(kinds["blocking_ns"].sum()) if kinds.height else 0,
             "bytes": int(kinds["bytes"].sum()) if kinds.height else 0,
         }
         n = steps["steps"]
         totals["long_ns_per_step"] = totals["long_ns"] / n if n else None
+        totals["blocking_ns_per_step"] = totals["blocking_ns"] / n if n else None
         totals["blocking_calls_per_step"] = totals["blocking_calls"] / n if n else None
         meta = self.trace.meta
         return {

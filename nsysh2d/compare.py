@@ -13,7 +13,7 @@ GROUPS = {"kind": ("by_kind", lambda r: f"{r['src_kind']} -> {r['dst_kind']}"),
           "class": ("by_class", lambda r: r["group"]),
           "site": ("by_site", lambda r: r["group"]),
           "nvtx": ("by_nvtx", lambda r: r["group"])}
-FIGURES = ("calls", "long_calls", "blocking_calls", "long_ns", "p50_ns", "p99_ns", "max_ns", "bytes")
+FIGURES = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "p50_ns", "p99_ns", "max_ns", "bytes")
 
 
 def _per_step(value, steps):
@@ -30,7 +30,7 @@ def compare(before: dict, after: dict) -> dict:
     if before["min_duration_ns"] != after["min_duration_ns"] or before["direction"] != after["direction"]:
         raise BadInput("the two reports were analyzed with different --min-duration/--direction")
     out["totals"] = _pair(before["totals"], after["totals"], sb, sa,
-                          keys=("calls", "long_calls", "blocking_calls", "long_ns", "bytes"))
+                          keys=("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes"))
     disappeared, appeared = [], []
     for g, (field_name, keyf) in GROUPS.items():
         if field_name not in before or field_name not in after:
@@ -44,7 +44,7 @@ def compare(before: dict, after: dict) -> dict:
             was, now = rb.get("blocking_calls", 0) or 0, ra.get("blocking_calls", 0) or 0
             row["status"] = ("gone" if was and not now else "new" if now and not was else
                              "absent before" if not rb else "absent after" if not ra else
-                             "changed" if (was, rb.get("long_ns")) != (now, ra.get("long_ns")) else "same")
+                             "changed" if (was, rb.get("blocking_ns")) != (now, ra.get("blocking_ns")) else "same")
             if g in ("site", "kind") and row["status"] == "gone":
                 disappeared.append({"group": g, "key": key, "blocking_calls_before": was})
             if g in ("site", "kind") and row["status"] == "new":
@@ -65,7 +65,7 @@ def _pair(rb: dict, ra: dict, sb, sa, keys=FIGURES) -> dict:
         vb, va = rb.get(k), ra.get(k)
         row[f"{k}_before"], row[f"{k}_after"] = vb, va
         row[f"{k}_delta"] = (va or 0) - (vb or 0) if (vb is not None or va is not None) else None
-    for k in ("long_ns", "blocking_calls"):
+    for k in ("long_ns", "blocking_ns", "blocking_calls"):
         if k in keys:
             row[f"{k}_per_step_before"] = _per_step(rb.get(k), sb)
             row[f"{k}_per_step_after"] = _per_step(ra.get(k), sa)
@@ -109,7 +109,7 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         f"allowed {rules.max_long_calls}", offenders if n > rules.max_long_calls else []))
     if rules.max_blocked_per_step_ns is not None:
         steps = rep["steps"]["steps"]
-        blocked = sum(r["long_ns"] for r in kinds)
+        blocked = sum(r["blocking_ns" if rules.count == "blocking" else "long_ns"] for r in kinds)
         if not steps:
             results.append(RuleResult("max-blocked-per-step", False,
                                       f"no NVTX step ranges matching {rep['steps']['pattern']!r}: cannot compute "
@@ -118,7 +118,7 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
             per = blocked / steps
             results.append(RuleResult(
                 "max-blocked-per-step", per <= rules.max_blocked_per_step_ns,
-                f"{per / 1e6:.3f} ms host time in long copies per step over {steps} steps; allowed "
+                f"{per / 1e6:.3f} ms host time in {what} copies per step over {steps} steps; allowed "
                 f"{rules.max_blocked_per_step_ns / 1e6:.3f} ms", offenders if per > rules.max_blocked_per_step_ns else []))
     if baseline is not None:
         results += _against_baseline(rep, baseline, rules)
@@ -126,6 +126,7 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
 
 
 def _against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
+    what = "long-blocking" if rules.count == "blocking" else "long"
     if baseline.get("min_duration_ns") != rep["min_duration_ns"] or baseline.get("direction") != rep["direction"]:
         raise BadInput("baseline was made with a different --min-duration/--direction; remake it")
     key = "blocking_calls" if rules.count == "blocking" else "long_calls"
@@ -138,17 +139,18 @@ def _against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
                       [{"site": s, key: now_sites[s][key], "long_ns": now_sites[s]["long_ns"]} for s in new])]
     sb, sn = baseline.get("steps", {}).get("steps"), rep["steps"]["steps"]
     grown = []
+    t_key = "blocking_ns" if rules.count == "blocking" else "long_ns"
     for s, r in now_sites.items():
         b = base_sites.get(s)
         if not b or not b.get(key):
             continue
-        before = b["long_ns"] / sb if sb and sn else b["long_ns"]
-        now = r["long_ns"] / sn if sb and sn else r["long_ns"]
+        before = b[t_key] / sb if sb and sn else b[t_key]
+        now = r[t_key] / sn if sb and sn else r[t_key]
         if now > before * (1 + rules.tolerance):
             grown.append({"site": s, "before_ns": before, "now_ns": now})
     unit = "per step" if sb and sn else "in total"
     res.append(RuleResult("no-growth", not grown,
-                          f"{len(grown)} call site(s) whose long-copy time {unit} grew more than "
+                          f"{len(grown)} call site(s) whose {what} copy time {unit} grew more than "
                           f"{rules.tolerance * 100:g}% over the baseline", grown))
     return res
 

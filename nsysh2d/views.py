@@ -6,6 +6,7 @@ from .render import Column, Section
 STAT_COLUMNS = [
     Column("calls", "calls", "int"), Column("long_calls", "long", "int"),
     Column("blocking_calls", "blocking", "int"), Column("long_ns", "long time", "ns"),
+    Column("blocking_ns", "blocked", "ns"),
     Column("p50_ns", "p50", "ns"), Column("p99_ns", "p99", "ns"), Column("max_ns", "max", "ns"),
     Column("bytes", "bytes", "bytes"),
 ]
@@ -23,12 +24,13 @@ def analyze_sections(rep: dict, by: str = "kind", show_top: bool = True) -> list
 
     t = rep["totals"]
     per_step = ""
-    if t.get("long_ns_per_step") is not None:
-        per_step = f", {format_ns(t['long_ns_per_step'])} blocked per step"
+    if t.get("blocking_ns_per_step") is not None:
+        per_step = f"; {format_ns(t['blocking_ns_per_step'])} blocked per step"
     note = (f"{rep['direction']} async memcpy calls; long = host-side duration >= {format_ns(rep['min_duration_ns'])}; "
             f"blocking = long and waited for the GPU (returned after its own GPU copy started, or lasted "
             f">= half the backlog queued ahead). "
-            f"Total: {t['long_calls']} long, {t['blocking_calls']} blocking, {format_ns(t['long_ns'])}{per_step}.")
+            f"Total: {t['long_calls']} long ({format_ns(t['long_ns'])}), {t['blocking_calls']} blocking "
+            f"({format_ns(t['blocking_ns'])}){per_step}.")
     if by == "kind":
         sec = Section("by source/destination memory kind",
                       [Column("src_kind", "src kind"), Column("dst_kind", "dst kind")] + STAT_COLUMNS,
@@ -64,18 +66,20 @@ def compare_sections(result: dict) -> list[Section]:
     per_step = result["per_step"]
     t = result["totals"]
     if per_step:
-        ls = ("long_ns_per_step_before", "long_ns_per_step_after", "per step")
+        ls = ("blocking_ns_per_step_before", "blocking_ns_per_step_after", "per step")
     else:
-        ls = ("long_ns_before", "long_ns_after", "total")
+        ls = ("blocking_ns_before", "blocking_ns_after", "total")
     total_rows = [{"what": "copies", "before": t["calls_before"], "after": t["calls_after"], "kind": "int"},
                   {"what": "long copies", "before": t["long_calls_before"], "after": t["long_calls_after"]},
                   {"what": "long-blocking copies", "before": t["blocking_calls_before"],
                    "after": t["blocking_calls_after"]},
                   {"what": "host time in long copies", "before": t["long_ns_before"], "after": t["long_ns_after"],
-                   "unit": "ns"}]
+                   "unit": "ns"},
+                  {"what": "host time blocked (long-blocking copies)", "before": t["blocking_ns_before"],
+                   "after": t["blocking_ns_after"], "unit": "ns"}]
     if per_step:
-        total_rows.append({"what": "host time in long copies per step", "before": t["long_ns_per_step_before"],
-                           "after": t["long_ns_per_step_after"], "unit": "ns"})
+        total_rows.append({"what": "host time blocked per step", "before": t["blocking_ns_per_step_before"],
+                           "after": t["blocking_ns_per_step_after"], "unit": "ns"})
         total_rows.append({"what": "long-blocking copies per step", "before": t["blocking_calls_per_step_before"],
                            "after": t["blocking_calls_per_step_after"], "unit": "float"})
     from .render import cell
@@ -97,7 +101,7 @@ def compare_sections(result: dict) -> list[Section]:
             Column("calls_after", "calls after", "int"),
             Column("blocking_calls_before", "blocking before", "int"),
             Column("blocking_calls_after", "blocking after", "int"),
-            Column(ls[0], f"long time {ls[2]} before", "ns"), Column(ls[1], f"long time {ls[2]} after", "ns"),
+            Column(ls[0], f"blocked {ls[2]} before", "ns"), Column(ls[1], f"blocked {ls[2]} after", "ns"),
             Column("max_ns_before", "max before", "ns"), Column("max_ns_after", "max after", "ns"),
             Column("status", "status")], rows))
     lines = [f"gone: {d['group']} {d['key']} ({d['blocking_calls_before']} long-blocking copies before)"

@@ -10,6 +10,7 @@ SELECT CASE $by WHEN 'site' THEN COALESCE(site, '(no backtrace)')
        count(*) FILTER (WHERE host_ns >= $min_ns) AS long_calls,
        count(*) FILTER (WHERE host_ns >= $min_ns AND waited_for_gpu) AS blocking_calls,
        COALESCE(sum(host_ns) FILTER (WHERE host_ns >= $min_ns), 0)::BIGINT AS long_ns,
+       COALESCE(sum(host_ns) FILTER (WHERE host_ns >= $min_ns AND waited_for_gpu), 0)::BIGINT AS blocking_ns,
        sum(host_ns)::BIGINT AS total_ns,
        quantile_disc(host_ns, 0.5) AS p50_ns,
        quantile_disc(host_ns, 0.99) AS p99_ns,
