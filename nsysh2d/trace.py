@@ -132,6 +132,8 @@ class Trace:
             rows = con.execute("SELECT table_name, column_name FROM information_schema.columns "
                                "WHERE table_catalog = 'src'").fetchall()
         except duckdb.Error as e:
+            if "locked" in str(e).lower() or "busy" in str(e).lower():
+                raise BadInput(f"{path}: locked by another process (is nsys export still writing it?)") from None
             raise BadInput(f"{path}: cannot read as SQLite ({_first_line(e)})") from None
         tables: dict[str, set[str]] = {}
         for t, c in rows:

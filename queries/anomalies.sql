@@ -15,4 +15,7 @@ SELECT 'async memcpy API calls with no memcpy activity row (not counted)',
             FROM n.runtime r JOIN n.strings s ON s.id = r.name_id
             WHERE s.value LIKE 'cu%Memcpy%Async%') a
         WHERE NOT EXISTS (SELECT 1 FROM copies c
-                          WHERE c.correlation_id = a.correlation_id AND c.global_pid // 16777216 = a.p));
+                          WHERE c.correlation_id = a.correlation_id AND c.global_pid // 16777216 = a.p))
+UNION ALL
+SELECT 'NVTX range names longer than 1024 characters (cut)',
+       (SELECT count(*) FROM n.nvtx_ranges WHERE name LIKE '%…' AND length(name) = 1024);

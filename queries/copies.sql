@@ -20,30 +20,29 @@ api AS (
            max(callchain_id) OVER w AS any_callchain,
            count(*) OVER w AS api_rows,
            row_number() OVER (PARTITION BY global_pid, correlation_id
-                              ORDER BY (event_class IS NOT DISTINCT FROM (SELECT id FROM n.runtime_class)) DESC,
-                                       ("end" - start)) AS rn
+                              ORDER BY (event_class = (SELECT id FROM n.runtime_class)) IS TRUE DESC,
+                                       ("end" - start) NULLS LAST) AS rn
     FROM api_all
     WINDOW w AS (PARTITION BY global_pid, correlation_id)
     QUALIFY rn = 1
 ),
-act AS (
-    SELECT correlation_id, global_pid,
-           min(start) AS gpu_start, max("end") AS gpu_end, sum(bytes) AS bytes,
-           any_value(copy_kind) AS copy_kind, any_value(src_kind) AS src_kind,
-           any_value(dst_kind) AS dst_kind, any_value(device_id) AS device_id,
-           any_value(stream_id) AS stream_id, count(*) AS activity_rows
-    FROM (SELECT DISTINCT * FROM n.memcpy)
-    GROUP BY correlation_id, global_pid
-),
 joined AS (
-    SELECT a.global_pid, a.global_tid, a.correlation_id, a.api_name, a.start AS api_start,
-           a."end" AS api_end, a."end" - a.start AS host_ns,
-           m.gpu_start, m.gpu_end, m.gpu_end - m.gpu_start AS gpu_ns, m.bytes,
-           m.copy_kind, m.src_kind, m.dst_kind, m.device_id, m.stream_id, m.activity_rows,
-           a.api_rows, COALESCE(a.callchain_id, a.any_callchain) AS callchain_id
+    -- Activity rows join their API call (a NULL globalPid matches the call's process), then fold
+    -- into one row per call: several rows of one call add up, exact duplicates count once.
+    SELECT a.global_pid, any_value(a.global_tid) AS global_tid, a.correlation_id,
+           any_value(a.api_name) AS api_name, any_value(a.start) AS api_start, any_value(a."end") AS api_end,
+           any_value(a."end" - a.start) AS host_ns,
+           min(m.start) AS gpu_start, max(m."end") AS gpu_end, max(m."end") - min(m.start) AS gpu_ns,
+           sum(m.bytes)::BIGINT AS bytes,
+           any_value(m.copy_kind) AS copy_kind, any_value(m.src_kind) AS src_kind,
+           any_value(m.dst_kind) AS dst_kind, any_value(m.device_id) AS device_id,
+           any_value(m.stream_id) AS stream_id, count(*) AS activity_rows,
+           any_value(a.api_rows) AS api_rows,
+           any_value(COALESCE(a.callchain_id, a.any_callchain)) AS callchain_id
     FROM api a
-    JOIN act m ON m.correlation_id = a.correlation_id
-              AND COALESCE(m.global_pid, a.global_pid) = a.global_pid
+    JOIN (SELECT DISTINCT * FROM n.memcpy) m
+      ON m.correlation_id = a.correlation_id AND COALESCE(m.global_pid, a.global_pid) = a.global_pid
+    GROUP BY a.global_pid, a.correlation_id
 ),
 nv AS (
     SELECT j.global_pid, j.correlation_id,

@@ -5,9 +5,12 @@
 CREATE VIEW n.runtime_class AS
 SELECT min(id) AS id FROM n.event_class_enum WHERE label = 'CUDA runtime';
 
--- NVTX ranges (push/pop and start/end) with their text resolved; marks are left out.
+-- NVTX ranges (push/pop and start/end) with their text resolved; marks are left out. Names are cut
+-- at 1024 characters (anomalies.sql counts them): a multi-MB name would be copied into every row.
 CREATE VIEW n.nvtx_ranges AS
-SELECT nv.start, nv."end", nv.global_tid, COALESCE(nv.text, s.value) AS name
+SELECT nv.start, nv."end", nv.global_tid,
+       CASE WHEN length(COALESCE(nv.text, s.value)) > 1024
+            THEN left(COALESCE(nv.text, s.value), 1023) || '…' ELSE COALESCE(nv.text, s.value) END AS name
 FROM n.nvtx nv
 LEFT JOIN n.strings s ON s.id = nv.text_id
 WHERE nv."end" IS NOT NULL AND nv."end" >= nv.start
