@@ -125,7 +125,10 @@ def test_missing_required_column(cli, tmp_path):
     check_bad(cli("analyze", p), "CUPTI_ACTIVITY_KIND_MEMCPY", "srcKind")
 
 
-def test_nsys_rep_without_nsys(cli, tmp_path):
+def test_nsys_rep_without_nsys(cli, tmp_path, monkeypatch):
+    from nsysh2d import nsys as nsysmod
+
+    monkeypatch.setattr(nsysmod, "NSYS_GLOBS", ())  # hide any nsys installed in the usual folders
     p = tmp_path / "r.nsys-rep"
     p.write_bytes(b"\x00\x01binary")
     r = cli("analyze", p, env={"PATH": str(tmp_path), "NSYS": ""})
