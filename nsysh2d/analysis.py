@@ -68,11 +68,9 @@ class Analysis:
     def __init__(self, trace: Trace):
         self.trace = trace
         con = trace.con
+        con.execute(_sql("nvtx"))
         con.execute(_sql("copies"))
-        attrib = attribute(trace)
-        con.register("attrib_frame", attrib.to_arrow())
-        con.execute("CREATE TABLE attrib AS SELECT * FROM attrib_frame")
-        con.unregister("attrib_frame")
+        attribute(trace)
         con.execute(_sql("copies_x"))
         self.warnings = list(trace.warnings)
         for what, n in con.execute(_sql("anomalies")).fetchall():

@@ -110,63 +110,42 @@ def python_site(frames: list[tuple[str, str, int]]) -> tuple[str, str] | None:
     return None
 
 
-def classify(src_kind: str | None, dst_kind: str | None, direction: str, copy_kernels: int | None,
-             has_native: bool) -> tuple[str, str]:
-    src = src_kind or ""
-    if direction == "h2d":
-        if src == "Pinned":
-            return "pinned", "srcKind=Pinned"
-        if src == "Pageable":
-            if not has_native:
-                return "pageable", "srcKind=Pageable (no native stack: a strided pinned view cannot be ruled out)"
-            if copy_kernels and copy_kernels >= 2:
-                return "pinned_strided", (f"srcKind=Pageable and {COPY_KERNEL} x{copy_kernels} on the native stack: "
-                                          "a strided source copied through a pageable contiguous temporary")
-            return "pageable", f"srcKind=Pageable, {COPY_KERNEL} x{copy_kernels or 0} on the native stack (direct copy)"
-        if src.startswith("Managed"):
-            return "managed", f"srcKind={src}"
-        if src.startswith("Device"):
-            return "device", f"srcKind={src}"
-        return "unknown", f"srcKind={src or 'missing'}"
-    if src.startswith("Device") and (dst_kind or "").startswith("Device"):
-        return "device", f"srcKind={src}, dstKind={dst_kind}"
-    if src.startswith("Managed"):
-        return "managed", f"srcKind={src}"
-    if src in ("Pageable", "Pinned"):
-        return src.lower(), f"srcKind={src}"
-    return "unknown", f"srcKind={src or 'missing'}"
+def attribute(trace) -> None:
+    """Build table `attrib` (site, site_line, site_origin, source_class, evidence, fix per copy call).
 
-
-def attribute(trace) -> pl.DataFrame:
-    """One row per copy call: site, site_line, site_origin, source_class, evidence, fix."""
+    Python handles only what SQL cannot: each distinct native stack and each distinct Python-backtrace
+    payload once; classification and the per-call join are SQL (queries/attrib.sql).
+    """
     con = trace.con
-    base = con.execute("SELECT global_pid, correlation_id, callchain_id, src_kind_name, dst_kind_name, direction "
-                       "FROM copies").fetchall()
-    if not base:
-        return pl.DataFrame(schema=SCHEMA)
-    # Native stacks.
     stacks: dict[int, list[tuple[str, str]]] = {}
     for cid, _depth, sym, mod in con.execute(load("callchain_frames")).fetchall():
         stacks.setdefault(cid, []).append((sym, mod))
-    # Python stacks: decode the matched payloads, then resolve only the strings they name.
+    native = [(cid, *native_site(frames)) for cid, frames in stacks.items()]
     marks = con.execute(load("python_marks"), {"window_ns": PY_MARK_WINDOW_NS}).fetchall()
     blobs = trace.nvtx_blobs(sorted({m[4] for m in marks})) if marks else {}
-    raw = {(p, c): decode_python_frames(blobs[(t, s)]) for p, c, t, s, _d in marks if (t, s) in blobs}
-    ids = sorted({i for fr in raw.values() for f in fr for i in (f[0], f[1])})
+    decoded: dict[bytes, list] = {}
+    for blob in set(blobs.values()):
+        decoded[blob] = decode_python_frames(blob)
+    ids = sorted({i for fr in decoded.values() for f in fr for i in (f[0], f[1])})
     strings = dict(con.execute(load("strings_by_id"), {"ids": ids}).fetchall()) if ids else {}
-    py = {k: [(html.unescape(strings.get(a, "?")), html.unescape(strings.get(b, "?")), ln) for a, b, ln in fr]
-          for k, fr in raw.items()}
-    rows = []
-    for pid, corr, cid, src, dst, direction in base:
-        frames = stacks.get(cid) if cid is not None else None
-        nsig, kernels = native_site(frames) if frames else (None, None)
-        psig = python_site(py[(pid, corr)]) if (pid, corr) in py else None
-        if psig:
-            site, line, origin = psig[0], psig[1], "python"
-        elif nsig:
-            site, line, origin = nsig, None, "native"
-        else:
-            site, line, origin = None, None, None
-        cls, evidence = classify(src, dst, direction, kernels, frames is not None)
-        rows.append((pid, corr, site, line, origin, cls, evidence, FIXES[cls]))
-    return pl.DataFrame(rows, schema=SCHEMA, orient="row")
+    site_of_blob = {}
+    for blob, frames in decoded.items():
+        named = [(html.unescape(strings.get(a, "?")), html.unescape(strings.get(b, "?")), ln) for a, b, ln in frames]
+        site_of_blob[blob] = python_site(named)
+    py = []
+    for p, c, t, st, _d in marks:
+        site = site_of_blob.get(blobs.get((t, st)))
+        if site:
+            py.append((p, c, site[0], site[1]))
+    frames = {
+        "native_sites": pl.DataFrame(native, schema={"callchain_id": pl.Int64, "site": pl.Utf8,
+                                                     "copy_kernels": pl.Int64}, orient="row"),
+        "python_sites": pl.DataFrame(py, schema={"global_pid": pl.Int64, "correlation_id": pl.Int64,
+                                                 "site": pl.Utf8, "site_line": pl.Utf8}, orient="row"),
+        "fixes": pl.DataFrame(list(FIXES.items()), schema={"source_class": pl.Utf8, "fix": pl.Utf8}, orient="row"),
+    }
+    for name, df in frames.items():
+        con.register(f"{name}_frame", df.to_arrow())
+        con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {name}_frame")
+        con.unregister(f"{name}_frame")
+    con.execute(load("attrib"))

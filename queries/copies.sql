@@ -45,12 +45,13 @@ joined AS (
     GROUP BY a.global_pid, a.correlation_id
 ),
 nv AS (
-    SELECT j.global_pid, j.correlation_id,
-           arg_max(r.name, r.start) AS nvtx_range,
-           string_agg(r.name, ' > ' ORDER BY r.start) AS nvtx_path
+    -- Innermost enclosing NVTX range: push/pop ranges nest, so the range open at the call is the
+    -- latest one started at the call's nesting depth (see nvtx.sql); two ASOF joins, no range join.
+    SELECT j.global_pid, j.correlation_id, r.name AS nvtx_range, r.path AS nvtx_path
     FROM joined j
-    JOIN n.nvtx_ranges r ON r.global_tid = j.global_tid AND r.start <= j.api_start AND r."end" >= j.api_end
-    GROUP BY j.global_pid, j.correlation_id
+    ASOF JOIN nvtx_depth d ON d.global_tid = j.global_tid AND j.api_start >= d.t
+    ASOF JOIN nvtx_tree r ON r.global_tid = j.global_tid AND r.depth = d.depth AND j.api_start >= r.start
+    WHERE d.depth > 0 AND r."end" >= j.api_end
 ),
 stream_drain AS (
     SELECT device_id, stream_id, start,
