@@ -10,14 +10,16 @@ from .errors import NsysH2DError
 
 
 def _one(path: str, opts, groups, nsys, use_cache) -> dict:
-    from .analysis import Analysis
     from .cache import cached_report
 
+    # A cache hit never loads DuckDB or polars: the warm path stays near process start-up time.
     return cached_report(path, opts, groups, nsys=nsys, use_cache=use_cache,
-                         compute=lambda: _compute(Analysis, path, opts, groups, nsys))
+                         compute=lambda: _compute(path, opts, groups, nsys))
 
 
-def _compute(Analysis, path, opts, groups, nsys) -> dict:
+def _compute(path, opts, groups, nsys) -> dict:
+    from .analysis import Analysis
+
     a = Analysis.open(path, nsys=nsys)
     try:
         return a.report(opts, groups=groups)

@@ -51,6 +51,9 @@ class Group(click.Group):
         except Exception as e:  # a bug: say so in one line, keep the traceback behind a variable
             if os.environ.get("NSYSH2D_DEBUG"):
                 raise
+            if type(e).__name__ == "OutOfMemoryException":
+                _fail(f"out of memory (DuckDB limit {os.environ.get('NSYSH2D_MEMORY_LIMIT', '1GB')}; raise it with "
+                      "NSYSH2D_MEMORY_LIMIT=4GB)", EXIT_INTERNAL)
             _fail(f"internal error: {type(e).__name__}: {e} (set NSYSH2D_DEBUG=1 for a traceback and "
                   "please report it)", EXIT_INTERNAL)
 
@@ -167,7 +170,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
 
 # ----------------------------------------------------------------------------------------- analyze
 def _duration(ctx, param, value):
-    from .analysis import parse_duration
+    from .units import parse_duration
 
     try:
         return parse_duration(value) if value is not None else None
@@ -231,7 +234,7 @@ def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_pa
       nsysh2d analyze rank*.sqlite --format json -o report.json
     """
     from . import batch
-    from .analysis import Options
+    from .units import Options
     from .render import render_sections, to_json
     from .views import analyze_sections, report_heading
 
@@ -285,7 +288,7 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
       nsysh2d compare before.sqlite after.sqlite
       nsysh2d compare before.sqlite after.sqlite --format markdown >> $GITHUB_STEP_SUMMARY
     """
-    from .analysis import Options
+    from .units import Options
     from .compare import compare as do_compare
     from .render import render_sections, to_json
     from .views import compare_sections
@@ -349,7 +352,7 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     """
     import json
 
-    from .analysis import Options, parse_duration
+    from .units import Options, parse_duration
     from .compare import Rules, gate as do_gate, verdict_dict
     from .config import gate_settings
     from .render import to_json
@@ -437,7 +440,7 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
 @click.option("--no-cache", is_flag=True)
 def baseline(report, output, min_duration, direction, step_pattern, nsys_path, no_cache):
     """Store a trace's findings (per call site, kind, class; steps) for `gate --baseline`."""
-    from .analysis import Options
+    from .units import Options
     from .cachedir import atomic_write
     from .compare import baseline_from
     from .render import to_json

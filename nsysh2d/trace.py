@@ -95,6 +95,22 @@ def check_file(path: str) -> Path:
     raise BadInput(f"{path}: not a SQLite file")
 
 
+def _duckdb_config(threads: int | None) -> dict:
+    """Bounded memory: past the limit DuckDB spills to a folder in the user's cache, not RAM."""
+    from .cachedir import cache_root
+
+    spill = cache_root() / "spill"
+    try:
+        spill.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        spill = Path(os.environ.get("TMPDIR", "/tmp"))
+    config = {"memory_limit": os.environ.get("NSYSH2D_MEMORY_LIMIT", "1GB"), "temp_directory": str(spill),
+              "preserve_insertion_order": False}
+    if threads:
+        config["threads"] = threads
+    return config
+
+
 def _sqlite_extension_path() -> str:
     try:
         import duckdb_extension_sqlite_scanner as ext
@@ -125,7 +141,7 @@ class Trace:
             from .report import sqlite_for_report
             path = sqlite_for_report(path, nsys)
         p = check_file(path)
-        con = duckdb.connect(":memory:", config={"threads": threads} if threads else {})
+        con = duckdb.connect(":memory:", config=_duckdb_config(threads))
         con.execute(f"LOAD '{_sqlite_extension_path()}'")
         try:
             con.execute(f"ATTACH {_sql_string(str(p))} AS src (TYPE sqlite, READ_ONLY)")

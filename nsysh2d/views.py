@@ -20,7 +20,7 @@ def report_heading(rep: dict) -> str:
 
 
 def analyze_sections(rep: dict, by: str = "kind", show_top: bool = True) -> list[Section]:
-    from .analysis import format_ns
+    from .units import format_ns
 
     t = rep["totals"]
     per_step = ""

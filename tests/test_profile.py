@@ -42,7 +42,9 @@ sys.exit(2)
 '''
 
 FAKE_IMPORTER = r'''#!{python}
-import sys
+import os, sys
+if os.environ.get("FAKE_IMPORT_FAIL"):
+    print("QdstrmImporter: libdw.so.1: cannot open shared object file", file=sys.stderr); sys.exit(127)
 src = sys.argv[sys.argv.index("-i") + 1]
 open(src[: -len(".qdstrm")] + ".nsys-rep", "wb").write(b"imported")
 '''
@@ -151,6 +153,20 @@ def test_profile_finishes_a_left_over_qdstrm(tmp_path, fake_nsys):
     assert r.returncode == 0, r.stderr
     assert "importing it with" in r.stderr
     assert (out / "w.nsys-rep").read_bytes() == b"imported" and (out / "w.sqlite").exists()
+
+
+def test_profile_import_failure_keeps_the_raw_capture(tmp_path, fake_nsys):
+    w = workload(tmp_path, variants=False)
+    out = tmp_path / "out"
+    r = run_cli("profile", "-o", out, w, env=env_for(fake_nsys, tmp_path, FAKE_LEAVE_QDSTRM="1", FAKE_IMPORT_FAIL="1"))
+    assert r.returncode == 5 and "QdstrmImporter failed" in r.stderr and "raw capture is kept" in r.stderr
+    assert (out / "w.qdstrm").exists()
+
+
+def test_profile_killed_workload(tmp_path, fake_nsys):
+    w = workload(tmp_path, body="import os, signal; os.kill(os.getpid(), signal.SIGKILL)", variants=False)
+    r = run_cli("profile", "-o", tmp_path / "out", w, env=env_for(fake_nsys, tmp_path))
+    assert r.returncode == 4 and "nsys profile exited" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_profile_failing_workload(tmp_path, fake_nsys):

@@ -24,7 +24,7 @@ class Section:
 
 
 def cell(value, kind: str) -> str:
-    from ..analysis import format_bytes, format_ns
+    from ..units import format_bytes, format_ns
 
     if value is None:
         return "-"

@@ -5,7 +5,7 @@ import xml.etree.ElementTree as ET
 
 
 def _offender_line(o: dict) -> str:
-    from ..analysis import format_bytes, format_ns
+    from ..units import format_bytes, format_ns
 
     if "host_ns" in o:
         where = o.get("site_line") or o.get("site") or o.get("nvtx_range") or "?"

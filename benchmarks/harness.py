@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Time nsysh2d against the peer nsys commands on the same files, in one run.
+
+Every command runs as a whole process, several times (median wall time, and the peak RSS of the
+process, from wait4); the page cache is warmed first with the raw read floor (`cat FILE`).
+Rows: the read floor, `nsysh2d analyze` cold (a fresh cache folder: first time the file is seen)
+and warm (again, served from the cache), `nsys analyze -r cuda_memcpy_async` and
+`nsys stats -r cuda_api_sum` (once per file: it is slow). Ratios are against `nsys analyze`.
+
+usage: harness.py [--scales 0.25,0.5,1] [--reps 3] [--work DIR] [--nsys PATH] [--no-stats] [FILE.sqlite ...]
+Files given are timed as they are; otherwise benchmarks/make_large.py makes one per scale in --work.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+
+
+def run(cmd: list[str], env=None) -> tuple[float, int, int]:
+    """(wall seconds, peak RSS in MB, exit code) of one whole process. Through /usr/bin/time when
+    there is one: wait4's figure for a child forked from this Python includes the harness's own pages."""
+    with open(os.devnull, "wb") as null, tempfile.NamedTemporaryFile("r") as out:
+        full = [TIME, "-f", "%M", "-o", out.name, *cmd] if TIME else cmd
+        t0 = time.perf_counter()
+        p = subprocess.Popen(full, stdout=null, stderr=null, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        text = out.read().strip().splitlines()
+        kb = int(text[-1]) if TIME and text and text[-1].isdigit() else usage.ru_maxrss
+    return wall, kb // 1024, os.waitstatus_to_exitcode(status)
+
+
+def measure(cmd, reps, env=None, setup=None):
+    walls, rss = [], []
+    for _ in range(reps):
+        if setup:
+            setup()
+        wall, mb, rc = run(cmd, env)
+        if rc != 0:
+            return None, None, rc
+        walls.append(wall)
+        rss.append(mb)
+    return statistics.median(walls), max(rss), 0
+
+
+def find_nsysh2d() -> list[str]:
+    exe = shutil.which("nsysh2d")
+    return [exe] if exe else [sys.executable, "-m", "nsysh2d.cli"]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="*")
+    ap.add_argument("--scales", default="0.25,0.5,1")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "nsysh2d-bench"))
+    ap.add_argument("--nsys", default=os.environ.get("NSYS") or shutil.which("nsys") or "/opt/nsys/target-linux-x64/nsys")
+    ap.add_argument("--no-stats", action="store_true", help="skip nsys stats (42 s per run at 1.3 GB)")
+    args = ap.parse_args(argv)
+
+    files = list(args.files)
+    if not files:
+        os.makedirs(args.work, exist_ok=True)
+        for s in args.scales.split(","):
+            path = os.path.join(args.work, f"scale-{s}.sqlite")
+            if not os.path.exists(path):
+                subprocess.run([sys.executable, os.path.join(HERE, "make_large.py"), "--scale", s, path], check=True)
+            files.append(path)
+    have_nsys = os.path.isfile(args.nsys) and os.access(args.nsys, os.X_OK)
+    tool = find_nsysh2d()
+    nsys_version = subprocess.run([args.nsys, "--version"], capture_output=True, text=True).stdout.strip() if have_nsys else "absent"
+    import duckdb
+
+    print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()} {os.cpu_count()} cores, {platform.python_version()}, "
+          f"duckdb {duckdb.__version__}, nsys: {nsys_version}; median of {args.reps} runs, page cache warm")
+    print(f"{'file':<22}{'size':>9}  {'command':<38}{'wall s':>9}{'peak MB':>9}{'vs nsys analyze':>17}")
+    for path in files:
+        size = os.path.getsize(path) / 1e9
+        cache = tempfile.mkdtemp(prefix="nsysh2d-bench-cache-")
+        env = {**os.environ, "NSYSH2D_CACHE_DIR": cache}
+        rows = []
+        rows.append(("read floor: cat", *measure(["cat", path], args.reps)))
+        peer = None
+        if have_nsys:
+            peer = measure([args.nsys, "analyze", "-r", "cuda_memcpy_async", "--force-export=false", path], args.reps)
+            if peer[2] != 0:
+                peer = measure([args.nsys, "analyze", "-r", "cuda_memcpy_async", path], args.reps)
+            rows.append(("nsys analyze -r cuda_memcpy_async", *peer))
+        cold = measure(tool + ["analyze", path], args.reps, env=env,
+                       setup=lambda: shutil.rmtree(cache, ignore_errors=True))
+        rows.append(("nsysh2d analyze (cold)", *cold))
+        rows.append(("nsysh2d analyze (warm, cached)", *measure(tool + ["analyze", path], args.reps, env=env)))
+        if have_nsys and not args.no_stats:
+            rows.append(("nsys stats -r cuda_api_sum (1 run)",
+                         *measure([args.nsys, "stats", "-r", "cuda_api_sum", "-f", "csv", "-o", os.path.join(cache, "s"),
+                                   path], 1)))
+        shutil.rmtree(cache, ignore_errors=True)
+        for name, wall, mb, rc in rows:
+            ratio = ""
+            if peer and peer[0] and wall:
+                ratio = f"{peer[0] / wall:.2f}x faster" if wall < peer[0] else f"{wall / peer[0]:.2f}x slower"
+            w = f"{wall:9.2f}" if wall is not None else f"{'exit ' + str(rc):>9}"
+            m = f"{mb:9d}" if mb is not None else f"{'-':>9}"
+            print(f"{os.path.basename(path):<22}{size:8.2f}G  {name:<38}{w}{m}{ratio:>17}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
