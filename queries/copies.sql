@@ -3,10 +3,12 @@
 -- memcpy_rows, work, reused by anomalies.sql). No parameters.
 -- Columns: host_ns (what blocked the calling thread), gpu_ns, bytes, kinds decoded through the
 -- file's own enums, stream, thread, innermost enclosing NVTX range and the whole NVTX path,
--- stream/device backlog at the call (when the GPU work queued ahead of it drained), wait_ns
+-- stream backlog at the call (when the GPU work queued ahead of it drained), wait_ns
 -- (call start -> its GPU copy start).
 -- Extra rows added by capture options (CUDA backtrace rows share the runtime row's correlationId)
 -- are folded into one call; exact duplicate activity rows count once (anomalies.sql counts them).
+-- The device-wide backlog is computed only for the calls listed (top.sql): it needs a running max
+-- over all of the device's work.
 -- Each source table is scanned once: the SQLite file may be gigabytes.
 
 CREATE TEMP TABLE api_rows AS
@@ -16,7 +18,8 @@ FROM n.runtime r
 WHERE r.name_id IN (SELECT id FROM n.strings WHERE value LIKE 'cu%Memcpy%Async%')
   AND r.correlation_id IS NOT NULL;
 
-CREATE TEMP TABLE memcpy_rows AS SELECT * FROM n.memcpy;
+CREATE TEMP TABLE memcpy_rows AS SELECT DISTINCT * FROM n.memcpy;
+CREATE TEMP TABLE memcpy_total AS SELECT count(*) AS n FROM n.memcpy;
 
 -- Everything that occupies a stream, slim: kernels, copies, memsets.
 CREATE TEMP TABLE work AS
@@ -50,7 +53,7 @@ joined AS (
            any_value(a.api_rows) AS api_rows,
            any_value(COALESCE(a.callchain_id, a.any_callchain)) AS callchain_id
     FROM api a
-    JOIN (SELECT DISTINCT * FROM memcpy_rows) m
+    JOIN memcpy_rows m
       ON m.correlation_id = a.correlation_id AND COALESCE(m.global_pid, a.global_pid) = a.global_pid
     GROUP BY a.global_pid, a.correlation_id
 ),
@@ -69,16 +72,6 @@ with_backlog AS (
     SELECT j.*, w."end" AS stream_drained_at
     FROM joined j
     ASOF LEFT JOIN work w ON w.device_id = j.device_id AND w.stream_id = j.stream_id AND j.gpu_start > w.start
-),
-device_drain AS (
-    SELECT device_id, start,
-           max("end") OVER (PARTITION BY device_id ORDER BY start ROWS UNBOUNDED PRECEDING) AS drained_at
-    FROM work
-),
-with_device AS (
-    SELECT b.*, dd.drained_at AS device_drained_at
-    FROM with_backlog b
-    ASOF LEFT JOIN device_drain dd ON dd.device_id = b.device_id AND b.gpu_start > dd.start
 )
 SELECT w.*,
        s.value AS api_name,
@@ -93,13 +86,11 @@ SELECT w.*,
             WHEN ck.label IS NULL AND dk.label IN ('Pageable', 'Pinned') AND sk.label = 'Device' THEN 'd2h'
             ELSE 'other' END AS direction,
        greatest(COALESCE(w.stream_drained_at, w.api_start) - w.api_start, 0) AS backlog_ns,
-       greatest(COALESCE(w.device_drained_at, w.api_start) - w.api_start, 0) AS device_backlog_ns,
        w.gpu_start - w.api_start AS wait_ns,
        nv.nvtx_range, nv.nvtx_path
-FROM with_device w
+FROM with_backlog w
 LEFT JOIN n.strings s ON s.id = w.name_id
 LEFT JOIN n.mem_kind_enum sk ON sk.id = w.src_kind
 LEFT JOIN n.mem_kind_enum dk ON dk.id = w.dst_kind
 LEFT JOIN n.copy_kind_enum ck ON ck.id = w.copy_kind
-LEFT JOIN nv ON nv.global_pid = w.global_pid AND nv.correlation_id = w.correlation_id
-ORDER BY w.api_start;
+LEFT JOIN nv ON nv.global_pid = w.global_pid AND nv.correlation_id = w.correlation_id;
