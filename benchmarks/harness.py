@@ -109,7 +109,9 @@ def main(argv=None) -> int:
         shutil.rmtree(cache, ignore_errors=True)
         for name, wall, mb, rc in rows:
             ratio = ""
-            if peer and peer[0] and wall:
+            if name.startswith("nsys analyze"):
+                ratio = "(peer)"
+            elif peer and peer[0] and wall:
                 ratio = f"{peer[0] / wall:.2f}x faster" if wall < peer[0] else f"{wall / peer[0]:.2f}x slower"
             w = f"{wall:9.2f}" if wall is not None else f"{'exit ' + str(rc):>9}"
             m = f"{mb:9d}" if mb is not None else f"{'-':>9}"
