@@ -47,14 +47,13 @@ class Analysis:
         return {"min_ns": opts.min_ns, "direction": opts.direction, **extra}
 
     def by_kind(self, opts: Options) -> pl.DataFrame:
-        return self.trace.sql("by_kind", self._params(opts))
+        return self.by_group("kind", opts)
 
     def by_group(self, by: str, opts: Options) -> pl.DataFrame:
-        if by == "kind":
-            return self.by_kind(opts)
         if by not in GROUPS:
             raise BadInput(f"bad grouping {by!r}: use one of {', '.join(GROUPS)}")
-        return self.trace.sql("by_group", self._params(opts, by=by))
+        df = self.trace.sql("summary", self._params(opts, by=by))
+        return df.drop("group") if by == "kind" else df.drop("src_kind", "dst_kind")
 
     def top(self, opts: Options) -> pl.DataFrame:
         return self.trace.sql("top", self._params(opts, limit=opts.top))

@@ -1,11 +1,15 @@
--- by_group: the same figures as by_kind, grouped by $by: 'site' (call site signature), 'class'
--- (true source class), 'nvtx' (innermost enclosing NVTX range) or 'stream'.
--- Parameters: $min_ns, $direction, $by.
-SELECT CASE $by WHEN 'site' THEN COALESCE(site, '(no backtrace)')
+-- summary: figures per group of copy calls. Parameters: $min_ns (a call is long when host_ns >= it),
+-- $direction ('h2d', 'd2h' or 'all'), $by: 'kind' (source/destination memory-kind pair, labels from
+-- the file's ENUM_CUDA_MEM_KIND), 'site' (call site signature), 'class' (true source class),
+-- 'nvtx' (innermost enclosing NVTX range) or 'stream'.
+-- long_calls: host_ns >= $min_ns; blocking_calls: long and waited_for_gpu (see copies_x.sql).
+SELECT CASE WHEN $by = 'kind' THEN src_kind_name END AS src_kind,
+       CASE WHEN $by = 'kind' THEN dst_kind_name END AS dst_kind,
+       CASE $by WHEN 'kind' THEN src_kind_name || ' -> ' || dst_kind_name
+                WHEN 'site' THEN COALESCE(site, '(no backtrace)')
                 WHEN 'class' THEN source_class
                 WHEN 'nvtx' THEN COALESCE(nvtx_range, '(no NVTX range)')
-                WHEN 'stream' THEN 'stream ' || stream_id::VARCHAR
-                ELSE NULL END AS "group",
+                WHEN 'stream' THEN 'stream ' || stream_id::VARCHAR END AS "group",
        count(*) AS calls,
        count(*) FILTER (WHERE host_ns >= $min_ns) AS long_calls,
        count(*) FILTER (WHERE host_ns >= $min_ns AND waited_for_gpu) AS blocking_calls,
