@@ -1,0 +1,38 @@
+"""The real nsys CLI end to end (CI installs nsys 2023.4 with ../shared/tools/install-nsys-cli.sh and sets
+$NSYS): `nsysh2d profile` of a CPU-only command, then `analyze` of the .nsys-rep it wrote. No GPU here, so
+the trace has no CUDA data and the answer is the documented bad-input error naming --trace=cuda."""
+import os
+import sys
+
+import pytest
+
+from conftest import listing, run_cli
+from nsysh2d import nsys as nsysmod
+
+
+@pytest.fixture
+def real_nsys():
+    try:
+        return nsysmod.find_nsys()
+    except Exception:
+        pytest.skip("no nsys CLI on this machine (.ci/run installs one)")
+
+
+def test_profile_and_analyze_with_real_nsys(tmp_path, real_nsys):
+    out = tmp_path / "out"
+    env = {"NSYS": real_nsys, "NSYSH2D_CACHE_DIR": str(tmp_path / "cache")}
+    r = run_cli("profile", "-o", out, "--name", "cpu", "--trace", "osrt", "--cudabacktrace", "none", "--sample", "none",
+                "--", sys.executable, "-c", "print(sum(range(10**6)))", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (out / "cpu.nsys-rep").stat().st_size > 0 and (out / "cpu.sqlite").stat().st_size > 0
+    assert "499999500000" in r.stderr + r.stdout  # the workload ran under nsys
+    # The report path: exported with the same nsys into the cache folder, never beside the report.
+    files = listing(out)
+    r = run_cli("analyze", out / "cpu.nsys-rep", env=env)
+    assert r.returncode == 2 and "no CUDA API trace" in r.stderr and "--trace=cuda" in r.stderr
+    assert listing(out) == files
+    assert list((tmp_path / "cache" / "exports").glob("*.sqlite"))
+    # A workload that fails under real nsys: exit 4 and the partial capture named.
+    r = run_cli("profile", "-o", out, "--name", "bad", "--trace", "osrt", "--cudabacktrace", "none",
+                "--sample", "none", "--", sys.executable, "-c", "import sys; sys.exit(7)", env=env)
+    assert r.returncode == 4 and "exited" in r.stderr
