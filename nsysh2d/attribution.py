@@ -36,8 +36,6 @@ FIXES = {
     "unknown": "no evidence in the trace: capture with --cudabacktrace=memory (and --python-backtrace=cuda)",
 }
 
-SCHEMA = {"global_pid": pl.Int64, "correlation_id": pl.Int64, "site": pl.Utf8, "site_line": pl.Utf8,
-          "site_origin": pl.Utf8, "source_class": pl.Utf8, "evidence": pl.Utf8, "fix": pl.Utf8}
 
 
 def short_symbol(symbol: str) -> str:

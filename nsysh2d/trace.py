@@ -245,6 +245,3 @@ def _first_line(e: Exception) -> str:
     text = str(e).strip().splitlines()
     return re.sub(r"\s+", " ", text[0]) if text else type(e).__name__
 
-
-def is_readable_file(path: str) -> bool:
-    return os.path.isfile(path) and os.access(path, os.R_OK)

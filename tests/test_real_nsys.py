@@ -1,7 +1,6 @@
 """The real nsys CLI end to end (CI installs nsys 2023.4 with ../shared/tools/install-nsys-cli.sh and sets
 $NSYS): `nsysh2d profile` of a CPU-only command, then `analyze` of the .nsys-rep it wrote. No GPU here, so
 the trace has no CUDA data and the answer is the documented bad-input error naming --trace=cuda."""
-import os
 import sys
 
 import pytest

@@ -5,9 +5,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-import threading
 
-import pytest
 
 from conftest import SWEEP_TRACES, listing, run_cli, sha256
 
