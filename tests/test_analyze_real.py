@@ -143,3 +143,16 @@ def test_bad_min_duration_is_usage_error(cli):
     r = cli("analyze", SWEEP_TRACES["2025.3"], "--min-duration", "soon")
     assert r.exit_code == 2
     assert r.stderr.count("\n") == 1 and "bad duration" in r.stderr
+
+
+def test_python_api():
+    import nsysh2d
+
+    a = nsysh2d.open(str(SWEEP_TRACES["2025.3"]))
+    try:
+        df = a.copies()
+        assert df.height == 256 and {"host_ns", "gpu_ns", "bytes", "src_kind_name", "source_class", "site"} <= set(df.columns)
+        assert a.report(Options())["totals"]["calls"] == 256
+        assert a.by_group("class", Options())["calls"].sum() == 256
+    finally:
+        a.close()
