@@ -70,9 +70,9 @@ def main():
     \b
     Typical session:
       nsysh2d profile workloads/qwen3vl.py         # capture before/after traces (GPU box)
-      nsysh2d analyze out/qwen3vl-before.sqlite    # what blocks, where, why
-      nsysh2d compare out/qwen3vl-before.sqlite out/qwen3vl-after.sqlite
-      nsysh2d gate out/qwen3vl-after.sqlite        # exit 1 if long-blocking copies remain
+      nsysh2d analyze nsysh2d-out/qwen3vl-before.sqlite   # what blocks, where, why
+      nsysh2d compare nsysh2d-out/qwen3vl-before.sqlite nsysh2d-out/qwen3vl-after.sqlite
+      nsysh2d gate nsysh2d-out/qwen3vl-after.sqlite       # exit 1 if long-blocking copies remain
 
     Exit codes: 0 ok, 1 gate failed, 2 bad input or usage, 3 no nsys CLI, 4 workload or nsys
     profile failed, 5 import/export failed, 6 output not writable, 70 internal error.
@@ -314,7 +314,7 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
 @click.option("--min-duration", default="100us", show_default=True, callback=_duration,
               help="A call is long when its host-side duration is at least this.")
 @click.option("--max-blocked-per-step", callback=_duration, default=None,
-              help="Fail when host time in long copies per NVTX step exceeds this (e.g. 1ms).")
+              help="Fail when host time in long-blocking copies per NVTX step exceeds this (e.g. 1ms).")
 @click.option("--kind", "kinds", multiple=True, help="Only copies from this source memory kind (file label, "
               "e.g. Pageable); repeatable.")
 @click.option("--direction", type=click.Choice(["h2d", "d2h", "all"]), default="h2d", show_default=True)
@@ -338,7 +338,7 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     \b
     Rules:
       max-long-calls        long-blocking copies found <= --max-long-calls (default 0)
-      max-blocked-per-step  host time in long copies per NVTX step <= --max-blocked-per-step
+      max-blocked-per-step  host time in long-blocking copies per NVTX step <= the limit
       no-new-sites          (with --baseline) no long-blocking call site the baseline lacks
       no-growth             (with --baseline) no site's long-copy time grew beyond --tolerance
 
