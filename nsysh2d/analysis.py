@@ -11,6 +11,7 @@ import polars as pl
 
 from .attribution import attribute
 from .errors import BadInput
+from .sql import load
 from .trace import Trace
 
 from .units import (  # noqa: F401 - re-exported: the library's public names
@@ -24,12 +25,12 @@ class Analysis:
     def __init__(self, trace: Trace):
         self.trace = trace
         con = trace.con
-        con.execute(_sql("nvtx"))
-        con.execute(_sql("copies"))
+        con.execute(load("nvtx"))
+        con.execute(load("copies"))
         attribute(trace)
-        con.execute(_sql("copies_x"))
+        con.execute(load("copies_x"))
         self.warnings = list(trace.warnings)
-        for what, n in con.execute(_sql("anomalies")).fetchall():
+        for what, n in con.execute(load("anomalies")).fetchall():
             if n:
                 self.warnings.append(f"{n} {what}")
 
@@ -101,8 +102,3 @@ class Analysis:
     def close(self) -> None:
         self.trace.close()
 
-
-def _sql(name: str) -> str:
-    from .sql import load
-
-    return load(name)

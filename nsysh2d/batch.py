@@ -13,7 +13,7 @@ def _one(path: str, opts, groups, nsys, use_cache) -> dict:
     from .cache import cached_report
 
     # A cache hit never loads DuckDB or polars: the warm path stays near process start-up time.
-    return cached_report(path, opts, groups, nsys=nsys, use_cache=use_cache,
+    return cached_report(path, opts, groups, use_cache=use_cache,
                          compute=lambda: _compute(path, opts, groups, nsys))
 
 
@@ -37,16 +37,17 @@ def run(paths: list[str], opts, groups=("site", "class", "nvtx", "stream"), jobs
         progress = sys.stderr.isatty() and len(paths) > 1
     bar = None
     if progress:
+        from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         bar = Progress(TextColumn("analyzing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                       transient=True, console=__import__("rich.console").console.Console(stderr=True))
+                       transient=True, console=Console(stderr=True))
         bar.start()
         task = bar.add_task("reports", total=len(paths))
 
-    def done(i, fut_or_exc):
+    def done(i, result):
         try:
-            results[i] = fut_or_exc() if callable(fut_or_exc) else fut_or_exc
+            results[i] = result()
         except NsysH2DError as e:
             errors.append((paths[i], str(e), e.exit_code))
         if bar:

@@ -30,7 +30,7 @@ def entry_path(path: str, opts, groups) -> str:
     return str(cache_root() / "reports" / f"{file_key(path, salt)}.json")
 
 
-def cached_report(path: str, opts, groups, nsys=None, use_cache=True, compute=None) -> dict:
+def cached_report(path: str, opts, groups, use_cache=True, compute=None) -> dict:
     if not use_cache or path.endswith((".nsys-rep", ".qdrep")) or not os.path.isfile(path):
         return compute()
     entry = entry_path(path, opts, groups)

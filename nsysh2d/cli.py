@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
+from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
 
 FORMATS = ["table", "json", "csv", "markdown"]
 
@@ -153,7 +153,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise NsysH2DError(f"{out}: cannot create output folder ({e.strerror})", 6) from None
+        raise NsysH2DError(f"{out}: cannot create output folder ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
     written = []
     for i, (lab, cmd) in enumerate(runs, 1):
         click.echo(f"[{i}/{len(runs)}] capturing {lab}", err=True)
@@ -185,7 +185,7 @@ def _emit(text: str, output: str | None) -> None:
         try:
             atomic_write(output, text)
         except OSError as e:
-            raise NsysH2DError(f"{output}: cannot write ({e.strerror})", 6) from None
+            raise NsysH2DError(f"{output}: cannot write ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
     else:
         click.echo(text, nl=False)
 
@@ -358,7 +358,7 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     from .render import to_json
     from .render.ci import github_annotations, junit, summary_markdown
 
-    conf, conf_path = gate_settings(__import__("pathlib").Path(config_path) if config_path else None)
+    conf, conf_path = gate_settings(Path(config_path) if config_path else None)
 
     def setting(name, key, value, convert=lambda v: v):
         src = ctx.get_parameter_source(name)
@@ -379,23 +379,23 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     tolerance = setting("tolerance", "tolerance", tolerance, str)
     step_pattern = setting("step_pattern", "step-pattern", step_pattern, str)
     if count not in ("blocking", "long") or direction not in ("h2d", "d2h", "all"):
-        raise NsysH2DError("bad count/direction setting", 2)
+        raise NsysH2DError("bad count/direction setting", EXIT_BAD_INPUT)
     tol = str(tolerance).strip()
     try:
         tol_f = float(tol[:-1]) / 100 if tol.endswith("%") else float(tol)
     except ValueError:
-        raise NsysH2DError(f"bad --tolerance {tolerance!r}: use e.g. 10% or 0.1", 2) from None
+        raise NsysH2DError(f"bad --tolerance {tolerance!r}: use e.g. 10% or 0.1", EXIT_BAD_INPUT) from None
     base = None
     if baseline:
         try:
             with open(baseline) as f:
                 base = json.load(f)
         except OSError as e:
-            raise NsysH2DError(f"{baseline}: cannot read baseline ({e.strerror})", 2) from None
+            raise NsysH2DError(f"{baseline}: cannot read baseline ({e.strerror})", EXIT_BAD_INPUT) from None
         except ValueError:
-            raise NsysH2DError(f"{baseline}: not a baseline file (invalid JSON)", 2) from None
+            raise NsysH2DError(f"{baseline}: not a baseline file (invalid JSON)", EXIT_BAD_INPUT) from None
         if not isinstance(base, dict) or base.get("nsysh2d_baseline") != 1:
-            raise NsysH2DError(f"{baseline}: not a baseline written by 'nsysh2d baseline'", 2)
+            raise NsysH2DError(f"{baseline}: not a baseline written by 'nsysh2d baseline'", EXIT_BAD_INPUT)
     rules = Rules(max_long_calls=max_long_calls, count=count, max_blocked_per_step_ns=max_blocked_per_step,
                   kinds=kinds, tolerance=tol_f)
     opts = Options(min_ns=min_duration, direction=direction, top=20, step_pattern=step_pattern)
@@ -418,14 +418,14 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     elif fmt == "markdown":
         click.echo(summary_markdown(verdicts), nl=False)
     else:
-        from .render.ci import _offender_line
+        from .render.ci import offender_line
 
         for v in verdicts:
             click.echo(f"{'PASS' if v['passed'] else 'FAIL'}  {v['path']}")
             for r in v["rules"]:
                 click.echo(f"  [{'pass' if r['passed'] else 'FAIL'}] {r['name']}: {r['message']}")
                 for o in r["offenders"][:10]:
-                    click.echo(f"      {_offender_line(o)}")
+                    click.echo(f"      {offender_line(o)}")
     return 0 if passed else 1
 
 
@@ -485,7 +485,7 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
         try:
             plot(result, plot_path, title=sweep)
         except ImportError:
-            raise NsysH2DError("--plot needs matplotlib: pip install 'nsysh2d[plot]'", 2) from None
+            raise NsysH2DError("--plot needs matplotlib: pip install 'nsysh2d[plot]'", EXIT_BAD_INPUT) from None
     if fmt == "json":
         _emit(to_json({"nsysh2d": __version__, "path": sweep, "thresholds": result}), output)
         return 0

@@ -11,11 +11,10 @@ import statistics
 import polars as pl
 
 from .errors import BadInput
-from .sql import load
 
 
 def sweep_rows(analysis) -> pl.DataFrame:
-    df = analysis.trace.con.execute(load("sweep")).pl()
+    df = analysis.trace.sql("sweep")
     if df.height == 0:
         raise BadInput(f"{analysis.trace.path}: no NVTX ranges named 'h2d variant=... bytes=... backlog_us=...' "
                        "(capture workloads/h2d_sweep.py under nsysh2d profile)")

@@ -175,8 +175,7 @@ class Trace:
                     exprs.append(f'"{src}" AS {out}')
                 else:
                     if out in needed or (have is not None and out in REQUIRED_IF_PRESENT.get(view, [])):
-                        raise BadInput(f"{self.path}: table {table} has no column {src} "
-                                       f"(export schema {self.schema_version_guess()}); re-export with a "
+                        raise BadInput(f"{self.path}: table {table} has no column {src}; re-export with a "
                                        "current 'nsys export --type sqlite'")
                     exprs.append(f"CAST(NULL AS {TYPES.get(out, 'BIGINT')}) AS {out}")
             source = f'src."{table}"' if have is not None else "(SELECT 1) WHERE false"
@@ -192,9 +191,6 @@ class Trace:
         if "ENUM_CUDA_MEM_KIND" not in self.tables:
             self.warnings.append("no ENUM_CUDA_MEM_KIND table: memory kinds shown as numeric ids")
         con.execute(load_sql("views"))
-
-    def schema_version_guess(self) -> str:
-        return self.meta.get("schema_version") or "unknown"
 
     def _read_meta(self) -> None:
         kv = dict(self.con.execute("SELECT name, value FROM n.meta_export").fetchall())

@@ -17,9 +17,3 @@ WHERE nv."end" IS NOT NULL AND nv."end" >= nv.start
   AND (NOT EXISTS (SELECT 1 FROM n.event_type_enum)
        OR nv.event_type IN (SELECT id FROM n.event_type_enum
                             WHERE label IN ('NvtxPushPopRange', 'NvtxStartEndRange')));
-
--- Everything that occupies a stream: kernels, copies, memsets.
-CREATE VIEW n.gpu_work AS
-SELECT device_id, stream_id, start, "end" FROM n.kernel
-UNION ALL SELECT device_id, stream_id, start, "end" FROM n.memcpy
-UNION ALL SELECT device_id, stream_id, start, "end" FROM n.memset;

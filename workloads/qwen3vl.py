@@ -421,7 +421,9 @@ class _HostEvent:
 
 
 def digest(t) -> str:
-    return hashlib.sha256(t.contiguous().view(-1).view(dtype=__import__("torch").uint8).cpu().numpy().tobytes()).hexdigest()[:16]
+    import torch
+
+    return hashlib.sha256(t.contiguous().view(-1).view(dtype=torch.uint8).cpu().numpy().tobytes()).hexdigest()[:16]
 
 
 def report(variant: str, res: dict) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 
-def _offender_line(o: dict) -> str:
+def offender_line(o: dict) -> str:
     from ..units import format_bytes, format_ns
 
     if "host_ns" in o:
@@ -25,7 +25,7 @@ def junit(verdicts: list[dict]) -> str:
             case = ET.SubElement(s, "testcase", classname="nsysh2d.gate", name=r["name"])
             if not r["passed"]:
                 f = ET.SubElement(case, "failure", message=r["message"], type="regression")
-                f.text = "\n".join(_offender_line(o) for o in r["offenders"]) or r["message"]
+                f.text = "\n".join(offender_line(o) for o in r["offenders"]) or r["message"]
             else:
                 ET.SubElement(case, "system-out").text = r["message"]
     ET.indent(suites)
@@ -41,7 +41,7 @@ def summary_markdown(verdicts: list[dict]) -> str:
             out.append(f"| {r['name']} | {'pass' if r['passed'] else '**fail**'} | {r['message'].replace('|', '/')} |")
         offenders = [o for r in v["rules"] if not r["passed"] for o in r["offenders"]]
         if offenders:
-            out += ["", "Offending copies:", ""] + [f"- {_offender_line(o)}" for o in offenders[:20]]
+            out += ["", "Offending copies:", ""] + [f"- {offender_line(o)}" for o in offenders[:20]]
         out.append("")
     return "\n".join(out) + "\n"
 
@@ -51,6 +51,6 @@ def github_annotations(verdicts: list[dict]) -> str:
     for v in verdicts:
         for r in v["rules"]:
             if not r["passed"]:
-                msg = r["message"] + "".join(f"%0A{_offender_line(o)}" for o in r["offenders"][:10])
+                msg = r["message"] + "".join(f"%0A{offender_line(o)}" for o in r["offenders"][:10])
                 lines.append(f"::error title=nsysh2d gate {r['name']}::{v['path']}: {msg}")
     return "\n".join(lines) + ("\n" if lines else "")
