@@ -1,17 +1,23 @@
 """Findings: long-blocking copies by kind, call site, true source class, NVTX range and step.
 
-`Analysis` runs the named SQL of queries/ over an opened `Trace`; call sites and source classes
-come from the backtraces (decoded here, in `attribution.py`), everything else is SQL.
+`Analysis` reads what it needs out of an opened `Trace` (ingest.py: filtered inside SQLite, in
+parallel) and runs the named SQL of queries/ over it; call sites and source classes come from the
+backtraces (decoded in `attribution.py`), everything else is SQL. Work whose cost grows with the
+whole trace but that only a few calls need (the GPU backlog behind a call) runs on demand, for
+those calls only. NSYSH2D_TIMING=1 prints the time of each stage on stderr.
 """
 from __future__ import annotations
 
+import os
 import re
+import sys
+import time
+from contextlib import contextmanager
 
-import polars as pl
-
+from . import ingest
 from .attribution import attribute
 from .errors import BadInput
-from .sql import load
+from .sql import load, sqlite_condition
 from .trace import Trace
 
 from .units import (  # noqa: F401 - re-exported: the library's public names
@@ -19,27 +25,83 @@ from .units import (  # noqa: F401 - re-exported: the library's public names
 )
 
 
+MAX_WORK_WINDOWS = 64
+
+
 class Analysis:
     """The copies of one trace, attributed, with the summaries the CLI and the gate use."""
 
     def __init__(self, trace: Trace):
         self.trace = trace
+        self._summary_cache: dict = {}
         con = trace.con
-        con.execute(load("nvtx"))
-        con.execute(load("copies"))
-        attribute(trace)
+        with _stage("nvtx ranges"):
+            con.execute(load("nvtx"))
+        with _stage("read copy calls"):
+            ingest.read_table(trace, "runtime", "api_raw", where=sqlite_condition("sqlite_copy_calls"),
+                              columns=["start", "end", "event_class", "global_tid", "correlation_id", "name_id",
+                                       "callchain_id"], types={"event_class": "INTEGER", "name_id": "INTEGER"})
+        with _stage("join copies"):
+            con.execute(load("copies"))
+            multi, missing = con.execute("SELECT (SELECT count(*) FROM copy_keys_multi), "
+                                         "api_rows_without_activity FROM copy_stats").fetchone()
+            if multi or missing:
+                con.execute(load("copies_fold"))
+            con.execute(load("labels"))
+        ingest.release(trace, "api_raw")
+        with _stage("attribution"):
+            attribute(trace)
+        con.execute("CREATE TEMP TABLE backlog (global_pid BIGINT, correlation_id BIGINT, backlog_ns BIGINT)")
+        con.execute("CREATE TEMP TABLE work (device_id INTEGER, stream_id INTEGER, start BIGINT, \"end\" BIGINT)")
+        con.execute("CREATE TEMP TABLE work_windows (lo BIGINT, hi BIGINT)")
         con.execute(load("copies_x"))
         self.warnings = list(trace.warnings)
-        for what, n in con.execute(load("anomalies")).fetchall():
-            if n:
-                self.warnings.append(f"{n} {what}")
+        with _stage("anomalies"):
+            for what, n in con.execute(load("anomalies")).fetchall():
+                if n:
+                    self.warnings.append(f"{n} {what}")
 
     @classmethod
     def open(cls, path: str, **kwargs) -> "Analysis":
         return cls(Trace.open(path, **kwargs))
 
-    def copies(self) -> pl.DataFrame:
-        """Every async memcpy call with its attribution, one row per API call."""
+    # ------------------------------------------------------------------ backlog, on demand
+    def ensure_backlog(self, min_ns: int = 0, direction: str = "all", limit: int | None = None) -> None:
+        """Compute the stream backlog of the calls a report with these options needs (see
+        backlog_probes.sql); min_ns=0 and limit=None: of every call."""
+        con = self.trace.con
+        con.execute(load("backlog_probes"), {"min_ns": min_ns, "direction": direction, "limit": limit})
+        n = con.execute("SELECT count(*) FROM probes").fetchone()[0]
+        if not n:
+            return
+        with _stage(f"backlog of {n} calls"):
+            windows = con.execute(load("probe_windows")).fetchall()
+            self._read_work(windows)
+            con.execute(load("backlog"))
+
+    def _read_work(self, windows: list[tuple[int, int]]) -> None:
+        """Table `work` with every kernel, memset and memcpy that overlaps one of the windows; with
+        many windows, everything that ended after the first starts (SQLite evaluates the condition
+        on every row, so a long OR list would cost more than it saves)."""
+        con = self.trace.con
+        if len(windows) <= MAX_WORK_WINDOWS:
+            where = " OR ".join(sqlite_condition("sqlite_work_window", lo=int(lo), hi=int(hi)) for lo, hi in windows)
+        else:
+            where = sqlite_condition("sqlite_work_window", lo=int(windows[0][0]), hi=int(max(h for _, h in windows)))
+        cols = ["device_id", "stream_id", "start", "end"]
+        types = {"device_id": "INTEGER", "stream_id": "INTEGER"}
+        for view in ("kernel", "memset", "memcpy"):
+            ingest.read_table(self.trace, view, f"work_{view}", where=where, columns=cols, types=types)
+        con.execute(load("work"))
+        for view in ("kernel", "memset", "memcpy"):
+            ingest.release(self.trace, f"work_{view}")
+        con.execute("CREATE OR REPLACE TEMP TABLE work_windows AS SELECT * FROM (VALUES " +
+                    ", ".join(f"({int(lo)}, {int(hi)})" for lo, hi in windows) + ") v(lo, hi)")
+
+    # ------------------------------------------------------------------ results
+    def copies(self):
+        """Every async memcpy call with its attribution and backlog, one row per API call (polars)."""
+        self.ensure_backlog()
         return self.trace.con.execute("SELECT * FROM copies_x ORDER BY api_start").pl()
 
     def _params(self, opts: Options, **extra) -> dict:
@@ -47,38 +109,57 @@ class Analysis:
             raise BadInput(f"bad direction {opts.direction!r}: use one of {', '.join(DIRECTIONS)}")
         return {"min_ns": opts.min_ns, "direction": opts.direction, **extra}
 
-    def by_kind(self, opts: Options) -> pl.DataFrame:
+    def by_kind(self, opts: Options):
         return self.by_group("kind", opts)
 
-    def by_group(self, by: str, opts: Options) -> pl.DataFrame:
+    def by_group(self, by: str, opts: Options):
+        """Figures per group (polars DataFrame; see queries/summary.sql)."""
+        import polars as pl
+
+        return pl.DataFrame(self._group_rows(by, opts))
+
+    def _group_rows(self, by: str, opts: Options) -> list[dict]:
         if by not in GROUPS:
             raise BadInput(f"bad grouping {by!r}: use one of {', '.join(GROUPS)}")
-        df = self.trace.sql("summary", self._params(opts, by=by))
-        return df.drop("group") if by == "kind" else df.drop("src_kind", "dst_kind")
+        drop = ("by", "group") if by == "kind" else ("by", "src_kind", "dst_kind")
+        return [{k: v for k, v in r.items() if k not in drop} for r in self._summaries(opts) if r["by"] == by]
 
-    def top(self, opts: Options) -> pl.DataFrame:
-        return self.trace.sql("top", self._params(opts, limit=opts.top))
+    def _summaries(self, opts: Options) -> list[dict]:
+        """Every grouping of summary.sql, computed in one pass and kept for these options."""
+        key = (opts.min_ns, opts.direction, opts.top)
+        if key not in self._summary_cache:
+            params = self._params(opts)
+            self.ensure_backlog(opts.min_ns, opts.direction, opts.top)
+            with _stage("summaries"):
+                self._summary_cache[key] = self.trace.rows("summary", params)
+        return self._summary_cache[key]
+
+    def top(self, opts: Options):
+        """The longest calls with everything that explains them (polars DataFrame; see queries/top.sql)."""
+        import polars as pl
+
+        return pl.DataFrame(self._top_rows(opts))
+
+    def _top_rows(self, opts: Options) -> list[dict]:
+        params = self._params(opts, limit=opts.top)
+        self.ensure_backlog(opts.min_ns, opts.direction, opts.top)
+        with _stage("top calls"):
+            return self.trace.rows("top", params)
 
     def steps(self, pattern: str = DEFAULT_STEP_PATTERN) -> dict:
         try:
             re.compile(pattern)
         except re.error as e:
             raise BadInput(f"bad --step-pattern {pattern!r}: {e}") from None
-        row = self.trace.sql("steps", {"pattern": pattern}).row(0, named=True)
+        row = self.trace.rows("steps", {"pattern": pattern})[0]
         return {"pattern": pattern, "steps": row["steps"], "step_ns": row["step_ns"]}
 
     def report(self, opts: Options, groups=("site", "class", "nvtx")) -> dict:
         """The JSON-ready report of one trace (the documented contract, see README)."""
-        kinds = self.by_kind(opts)
+        kinds = self._group_rows("kind", opts)
         steps = self.steps(opts.step_pattern)
-        totals = {
-            "calls": int(kinds["calls"].sum()) if kinds.height else 0,
-            "long_calls": int(kinds["long_calls"].sum()) if kinds.height else 0,
-            "blocking_calls": int(kinds["blocking_calls"].sum()) if kinds.height else 0,
-            "long_ns": int(kinds["long_ns"].sum()) if kinds.height else 0,
-            "blocking_ns": int(kinds["blocking_ns"].sum()) if kinds.height else 0,
-            "bytes": int(kinds["bytes"].sum()) if kinds.height else 0,
-        }
+        totals = {k: int(sum(r[k] or 0 for r in kinds)) for k in
+                  ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes")}
         n = steps["steps"]
         totals["long_ns_per_step"] = totals["long_ns"] / n if n else None
         totals["blocking_ns_per_step"] = totals["blocking_ns"] / n if n else None
@@ -93,12 +174,24 @@ class Analysis:
             "min_duration_ns": opts.min_ns,
             "steps": steps,
             "totals": totals,
-            "by_kind": kinds.to_dicts(),
-            **{f"by_{g}": self.by_group(g, opts).to_dicts() for g in groups},
-            "top": self.top(opts).to_dicts(),
+            "by_kind": kinds,
+            **{f"by_{g}": self._group_rows(g, opts) for g in groups},
+            "top": self._top_rows(opts),
             "warnings": self.warnings,
         }
 
     def close(self) -> None:
         self.trace.close()
 
+
+@contextmanager
+def _stage(what: str):
+    if not os.environ.get("NSYSH2D_TIMING"):
+        yield
+        return
+    import resource
+
+    t = time.perf_counter()
+    yield
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"nsysh2d: {what}: {time.perf_counter() - t:.3f} s (peak RSS so far {peak:.0f} MB)", file=sys.stderr)

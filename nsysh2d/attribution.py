@@ -16,8 +16,6 @@ import html
 import re
 import struct
 
-import polars as pl
-
 from .sql import load
 
 CUDA_INTERNAL = re.compile(r"libcupti|libcuda\.so|libcudart|libnvidia|libnvToolsExt|libnvtx", re.I)
@@ -109,11 +107,14 @@ def python_site(frames: list[tuple[str, str, int]]) -> tuple[str, str] | None:
 
 
 def attribute(trace) -> None:
-    """Build table `attrib` (site, site_line, site_origin, source_class, evidence, fix per copy call).
+    """Build table `attrib` (site, site_line, site_origin, source_class, evidence, fix) and set
+    copies.py_site_id.
 
     Python handles only what SQL cannot: each distinct native stack and each distinct Python-backtrace
-    payload once; classification and the per-call join are SQL (queries/attrib.sql).
+    payload once; classification and the per-call join are SQL (queries/attrib.sql, copies_x.sql).
     """
+    import pyarrow as pa
+
     con = trace.con
     stacks: dict[int, list[tuple[str, str]]] = {}
     for cid, _depth, sym, mod in con.execute(load("callchain_frames")).fetchall():
@@ -126,24 +127,28 @@ def attribute(trace) -> None:
         decoded[blob] = decode_python_frames(blob)
     ids = sorted({i for fr in decoded.values() for f in fr for i in (f[0], f[1])})
     strings = dict(con.execute(load("strings_by_id"), {"ids": ids}).fetchall()) if ids else {}
+    site_ids: dict[tuple[str, str], int] = {}
     site_of_blob = {}
     for blob, frames in decoded.items():
         named = [(html.unescape(strings.get(a, "?")), html.unescape(strings.get(b, "?")), ln) for a, b, ln in frames]
-        site_of_blob[blob] = python_site(named)
-    py = []
-    for p, c, t, st, _d in marks:
-        site = site_of_blob.get(blobs.get((t, st)))
+        site = python_site(named)
         if site:
-            py.append((p, c, site[0], site[1]))
-    frames = {
-        "native_sites": pl.DataFrame(native, schema={"callchain_id": pl.Int64, "site": pl.Utf8,
-                                                     "copy_kernels": pl.Int64}, orient="row"),
-        "python_sites": pl.DataFrame(py, schema={"global_pid": pl.Int64, "correlation_id": pl.Int64,
-                                                 "site": pl.Utf8, "site_line": pl.Utf8}, orient="row"),
-        "fixes": pl.DataFrame(list(FIXES.items()), schema={"source_class": pl.Utf8, "fix": pl.Utf8}, orient="row"),
+            site_of_blob[blob] = site_ids.setdefault(site, len(site_ids) + 1)
+    py = [(p, c, site_of_blob[blobs[(t, st)]]) for p, c, t, st, _d in marks
+          if blobs.get((t, st)) in site_of_blob]
+    tables = {
+        "native_sites": (["callchain_id", "site", "copy_kernels"], [pa.int64(), pa.string(), pa.int64()], native),
+        "py_site_names": (["py_site_id", "site", "site_line"], [pa.int32(), pa.string(), pa.string()],
+                          [(i, s, line) for (s, line), i in site_ids.items()]),
+        "python_sites": (["global_pid", "correlation_id", "py_site_id"], [pa.int64(), pa.int64(), pa.int32()], py),
+        "fixes": (["source_class", "fix"], [pa.string(), pa.string()], list(FIXES.items())),
     }
-    for name, df in frames.items():
-        con.register(f"{name}_frame", df.to_arrow())
-        con.execute(f"CREATE TEMP TABLE {name} AS SELECT * FROM {name}_frame")
+    for name, (cols, types, rows) in tables.items():
+        data = pa.table([pa.array([r[i] for r in rows], type=t) for i, t in enumerate(types)], names=cols)
+        con.register(f"{name}_frame", data)
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {name}_frame")
         con.unregister(f"{name}_frame")
+    if py:
+        con.execute("UPDATE copies SET py_site_id = p.py_site_id FROM python_sites p "
+                    "WHERE p.global_pid = copies.global_pid AND p.correlation_id = copies.correlation_id")
     con.execute(load("attrib"))

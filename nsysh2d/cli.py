@@ -52,7 +52,8 @@ class Group(click.Group):
             if os.environ.get("NSYSH2D_DEBUG"):
                 raise
             if type(e).__name__ == "OutOfMemoryException":
-                _fail(f"out of memory (DuckDB limit {os.environ.get('NSYSH2D_MEMORY_LIMIT', '1GB')}; raise it with "
+                from .trace import memory_limit
+                _fail(f"out of memory (DuckDB limit {memory_limit()}; raise it with "
                       "NSYSH2D_MEMORY_LIMIT=4GB)", EXIT_INTERNAL)
             _fail(f"internal error: {type(e).__name__}: {e} (set NSYSH2D_DEBUG=1 for a traceback and "
                   "please report it)", EXIT_INTERNAL)

@@ -14,6 +14,7 @@ from .errors import BadInput
 
 
 def sweep_rows(analysis) -> pl.DataFrame:
+    analysis.ensure_backlog()  # every call: `waited` needs each one's backlog
     df = analysis.trace.sql("sweep")
     if df.height == 0:
         raise BadInput(f"{analysis.trace.path}: no NVTX ranges named 'h2d variant=... bytes=... backlog_us=...' "

@@ -95,6 +95,15 @@ def check_file(path: str) -> Path:
     raise BadInput(f"{path}: not a SQLite file")
 
 
+# DuckDB's own memory (tables, joins, sorts) stays under this; past it, it spills to disk. The Arrow
+# tables ingest.py reads and the interpreter come on top (docs/benchmarks.md has the peak RSS).
+DEFAULT_MEMORY_LIMIT = "300MB"
+
+
+def memory_limit() -> str:
+    return os.environ.get("NSYSH2D_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+
+
 def _duckdb_config(threads: int | None) -> dict:
     """Bounded memory: past the limit DuckDB spills to a folder in the user's cache, not RAM."""
     from .cachedir import cache_root
@@ -104,7 +113,7 @@ def _duckdb_config(threads: int | None) -> dict:
         spill.mkdir(parents=True, exist_ok=True)
     except OSError:
         spill = Path(os.environ.get("TMPDIR", "/tmp"))
-    config = {"memory_limit": os.environ.get("NSYSH2D_MEMORY_LIMIT", "1GB"), "temp_directory": str(spill),
+    config = {"memory_limit": memory_limit(), "temp_directory": str(spill),
               "preserve_insertion_order": False}
     if threads:
         config["threads"] = threads
@@ -132,6 +141,8 @@ class Trace:
     tables: dict[str, set[str]]
     warnings: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
+    threads: int | None = None
+    arrow: dict = field(default_factory=dict)  # Arrow tables registered in `con` (ingest.py)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -154,7 +165,7 @@ class Trace:
         tables: dict[str, set[str]] = {}
         for t, c in rows:
             tables.setdefault(t, set()).add(c)
-        tr = cls(str(p), con, tables)
+        tr = cls(str(p), con, tables, threads=threads)
         tr._build_views()
         tr._read_meta()
         return tr
@@ -217,10 +228,24 @@ class Trace:
         finally:
             con.close()
 
+    def source_columns(self, view: str) -> tuple[str | None, dict[str, str | None]]:
+        """(SQLite table or None, {normalized column: source column or None}) of a VIEWS entry."""
+        table, _option, cols = VIEWS[view]
+        have = self.tables.get(table)
+        if have is None:
+            return None, {out: None for out in cols}
+        return table, {out: (src if src in have else None) for out, src in cols.items()}
+
     # ------------------------------------------------------------------ queries
     def sql(self, name: str, params: dict | None = None):
         """Run the named query from queries/ and return a polars DataFrame."""
         return self.con.execute(load_sql(name), params or {}).pl()
+
+    def rows(self, name: str, params: dict | None = None) -> list[dict]:
+        """Run the named query and return its rows as dicts (no polars: the CLI path stays light)."""
+        cur = self.con.execute(load_sql(name), params or {})
+        cols = [d[0] for d in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
 
     def close(self) -> None:
         self.con.close()

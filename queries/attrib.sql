@@ -1,16 +1,24 @@
--- attrib: call site and true source class of every copy call (table `attrib`), from the distinct
--- native stacks (temp table native_sites: site, copy_kernels = frames of at::native::copy_kernel_cuda)
--- and Python backtraces (python_sites) that attribution.py decoded, plus the fix per class (fixes).
+-- attrib: call site, true source class, evidence and fix (table `attrib`) for each distinct
+-- (native stack, Python site, copy kind, source kind, destination kind) among the copies; copies_x
+-- joins it to every call. Inputs from attribution.py: native_sites (per callchain: site,
+-- copy_kernels = frames of at::native::copy_kernel_cuda), py_site_names (per py_site_id: site,
+-- site_line; copies.py_site_id is already set) and fixes (per class).
 -- A strided host source shows up as Pageable with copy_kernel_cuda twice on its stack: PyTorch
 -- copied it through a pageable contiguous temporary. No evidence, no guess: 'unknown'.
-CREATE TABLE attrib AS
-WITH c AS (
-    SELECT c.global_pid, c.correlation_id, c.direction, c.src_kind_name AS src, c.dst_kind_name AS dst,
+CREATE TEMP TABLE attrib AS
+WITH keys AS (
+    SELECT DISTINCT callchain_id, py_site_id, copy_kind, src_kind, dst_kind FROM copies
+),
+c AS (
+    SELECT k.*, kl.direction, kl.src_kind_name AS src, kl.dst_kind_name AS dst,
            ns.callchain_id IS NOT NULL AS has_native, ns.copy_kernels, ns.site AS native_site,
-           ps.site AS py_site, ps.site_line
-    FROM copies c
-    LEFT JOIN native_sites ns ON ns.callchain_id = c.callchain_id
-    LEFT JOIN python_sites ps ON ps.global_pid = c.global_pid AND ps.correlation_id = c.correlation_id
+           pn.site AS py_site, pn.site_line
+    FROM keys k
+    LEFT JOIN kind_labels kl
+      ON kl.copy_kind IS NOT DISTINCT FROM k.copy_kind AND kl.src_kind IS NOT DISTINCT FROM k.src_kind
+     AND kl.dst_kind IS NOT DISTINCT FROM k.dst_kind
+    LEFT JOIN native_sites ns ON ns.callchain_id = k.callchain_id
+    LEFT JOIN py_site_names pn ON pn.py_site_id = k.py_site_id
 ),
 k AS (
     SELECT *,
@@ -27,7 +35,7 @@ k AS (
              ELSE 'unknown' END AS source_class
     FROM c
 )
-SELECT k.global_pid, k.correlation_id,
+SELECT k.callchain_id, k.py_site_id, k.copy_kind, k.src_kind, k.dst_kind,
        COALESCE(k.py_site, k.native_site) AS site,
        k.site_line,
        CASE WHEN k.py_site IS NOT NULL THEN 'python' WHEN k.native_site IS NOT NULL THEN 'native' END AS site_origin,

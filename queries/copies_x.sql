@@ -1,9 +1,36 @@
--- copies_x: copies plus their attribution (a table: every summary reads it) (call site, source class, fix), table `attrib` built by
--- analysis.py from the backtraces. `waited_for_gpu`: the call returned only after its GPU copy had
--- started, i.e. it waited for the stream (a long awaited_for_gpu call is host overhead, not a GPU wait).
-CREATE TABLE copies_x AS
-SELECT c.*, a.site, a.site_line, a.site_origin, a.source_class, a.evidence, a.fix,
-       (c.api_end >= c.gpu_start OR (c.backlog_ns > 0 AND c.host_ns >= 0.5 * c.backlog_ns)) AS waited_for_gpu
+-- copies_x: every copy call with its labels, NVTX range, attribution and backlog (a view over the
+-- narrow `copies`: the strings live once in small tables, not once per call). No parameters.
+-- backlog_ns: GPU work queued ahead of the call on its stream (table `backlog`, computed by
+-- backlog.sql only for the calls a report needs; NULL for the others).
+-- waited_for_gpu: the call returned only after its GPU copy had started, or it lasted at least half
+-- of the backlog queued ahead of it (a pageable copy behind others in flight waits for their staging
+-- buffers and returns just before its own DMA starts). A long call that did not wait for the GPU is
+-- host overhead.
+CREATE TEMP VIEW copies_x AS
+SELECT c.global_pid, c.global_tid, c.correlation_id, c.name_id,
+       c.api_start, c.api_end, c.api_end - c.api_start AS host_ns,
+       c.gpu_start, c.gpu_end, c.gpu_end - c.gpu_start AS gpu_ns, c.bytes,
+       c.copy_kind, c.src_kind, c.dst_kind, c.device_id, c.stream_id, c.activity_rows, c.api_rows,
+       c.callchain_id, c.nvtx_id,
+       s.value AS api_name,
+       c.global_tid % 16777216 AS tid,
+       (c.global_tid // 16777216) % 16777216 AS pid,
+       k.src_kind_name, k.dst_kind_name, k.copy_kind_name, k.direction,
+       b.backlog_ns,
+       c.gpu_start - c.api_start AS wait_ns,
+       t.name AS nvtx_range, t.path AS nvtx_path,
+       a.site, a.site_line, a.site_origin, a.source_class, a.evidence, a.fix,
+       (c.api_end >= c.gpu_start OR (b.backlog_ns > 0 AND c.api_end - c.api_start >= 0.5 * b.backlog_ns))
+           AS waited_for_gpu
 FROM copies c
-LEFT JOIN attrib a ON a.global_pid = c.global_pid AND a.correlation_id = c.correlation_id
-WHERE c.host_ns IS NOT NULL AND c.host_ns >= 0;
+LEFT JOIN api_names s ON s.id = c.name_id
+LEFT JOIN kind_labels k
+  ON k.copy_kind IS NOT DISTINCT FROM c.copy_kind AND k.src_kind IS NOT DISTINCT FROM c.src_kind
+ AND k.dst_kind IS NOT DISTINCT FROM c.dst_kind
+LEFT JOIN nvtx_tree t ON t.id = c.nvtx_id
+LEFT JOIN attrib a
+  ON a.callchain_id IS NOT DISTINCT FROM c.callchain_id AND a.py_site_id IS NOT DISTINCT FROM c.py_site_id
+ AND a.copy_kind IS NOT DISTINCT FROM c.copy_kind AND a.src_kind IS NOT DISTINCT FROM c.src_kind
+ AND a.dst_kind IS NOT DISTINCT FROM c.dst_kind
+LEFT JOIN backlog b ON b.global_pid = c.global_pid AND b.correlation_id = c.correlation_id
+WHERE c.api_end >= c.api_start;

@@ -1,10 +1,14 @@
--- nvtx: the NVTX range tree of each thread, built once per trace (tables nvtx_tree, nvtx_depth).
+-- nvtx: the NVTX range tree of each thread, built once per trace (tables nvtx_ranges, nvtx_tree,
+-- nvtx_events).
+-- nvtx_ranges: the ranges, read from the file once (steps.sql and anomalies.sql use them too).
 -- nvtx_depth: the number of ranges open on a thread after each range start/end (ends first at a
 -- tie); nvtx_tree: every range with its nesting depth and its whole path ('step 4 > prepare > copy').
 -- Push/pop ranges nest by construction; a start/end range that overlaps others only gets a
 -- shallower or deeper path, never a crash. No parameters.
+CREATE TEMP TABLE nvtx_ranges AS SELECT * FROM n.nvtx_ranges;
+
 CREATE TEMP TABLE nvtx_ranges_id AS
-SELECT row_number() OVER (ORDER BY global_tid, start, "end" DESC) AS id, * FROM n.nvtx_ranges;
+SELECT row_number() OVER (ORDER BY global_tid, start, "end" DESC) AS id, * FROM nvtx_ranges;
 
 CREATE TEMP TABLE nvtx_depth AS
 WITH ev AS (
@@ -12,7 +16,7 @@ WITH ev AS (
     UNION ALL
     SELECT id, global_tid, "end" AS t, -1 AS delta, 0 AS ord FROM nvtx_ranges_id
 )
-SELECT id, global_tid, t, delta,
+SELECT id, global_tid, t, delta, ord,
        sum(delta) OVER (PARTITION BY global_tid ORDER BY t, ord, id ROWS UNBOUNDED PRECEDING) AS depth
 FROM ev;
 
@@ -30,8 +34,30 @@ WITH RECURSIVE paths(id, path) AS (
     UNION ALL
     SELECT c.id, p.path || ' > ' || c.name FROM nvtx_parent c JOIN paths p ON p.id = c.parent_id
 )
-SELECT c.global_tid, c.start, c."end", c.name, c.depth, p.path
+SELECT c.id, c.global_tid, c.start, c."end", c.name, c.depth, c.parent_id, p.path
 FROM nvtx_parent c JOIN paths p ON p.id = c.id;
 
+-- nvtx_events: per thread and time, the innermost range open right after every range start/end at
+-- that time (NULL: none): after a start, that range; after an end, its parent. One ASOF join on
+-- it gives each call its range (copies.sql). Ends at one time run innermost first, starts outermost
+-- first, so the last event of a time decides.
+CREATE TEMP TABLE nvtx_events AS
+SELECT d.global_tid, d.t,
+       arg_max(CASE WHEN d.delta = 1 THEN d.id ELSE r.parent_id END,
+               d.ord * 4611686018427387904 + CASE WHEN d.delta = 1 THEN d.id ELSE -d.id END) AS inner_id
+FROM nvtx_depth d
+JOIN nvtx_parent r ON r.id = d.id
+GROUP BY d.global_tid, d.t;
+
 DROP TABLE nvtx_parent;
+DROP TABLE nvtx_depth;
 DROP TABLE nvtx_ranges_id;
+
+-- with_nvtx(calls): the calls of the named table or view (global_tid, api_start, api_end, ...) with
+-- their innermost enclosing NVTX range (nvtx_id; NULL: none). The range open right after the
+-- thread's latest range event before the call, if it also outlasts the call: one ASOF join.
+CREATE TEMP MACRO with_nvtx(calls) AS TABLE
+SELECT j.*, CASE WHEN r."end" >= j.api_end THEN r.id END::INTEGER AS nvtx_id
+FROM query_table(calls) j
+ASOF LEFT JOIN nvtx_events e ON e.global_tid = j.global_tid AND j.api_start >= e.t
+LEFT JOIN nvtx_tree r ON r.id = e.inner_id;

@@ -1,7 +1,8 @@
 -- top: the $limit longest calls (host-side duration) with host_ns >= $min_ns, with everything that
 -- explains them. Parameters: $min_ns, $direction, $limit.
 -- device_backlog_ns: until all work the device had started before this copy's GPU start ended
--- (computed for the listed calls only: it needs the device's whole work table).
+-- (computed for the listed calls only; analysis.py has built table `work` and their stream backlog
+-- first, see backlog_probes.sql).
 WITH t AS (
     SELECT api_start AS api_start_ns, host_ns, gpu_ns, bytes::BIGINT AS bytes,
            src_kind_name AS src_kind, dst_kind_name AS dst_kind, source_class, waited_for_gpu,

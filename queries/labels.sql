@@ -1,0 +1,21 @@
+-- labels: the names copies_x joins to every call, once per distinct value (table kind_labels: each
+-- (copyKind, srcKind, dstKind) seen, named through the file's own enums, with its direction;
+-- table api_names: the API names of the copy calls). No parameters.
+CREATE TEMP TABLE kind_labels AS
+WITH k AS (SELECT DISTINCT copy_kind, src_kind, dst_kind FROM copies)
+SELECT k.*,
+       COALESCE(sk.label, 'kind ' || k.src_kind::VARCHAR) AS src_kind_name,
+       COALESCE(dk.label, 'kind ' || k.dst_kind::VARCHAR) AS dst_kind_name,
+       ck.label AS copy_kind_name,
+       CASE WHEN ck.label LIKE 'Host-to-%' OR ck.label LIKE '%Host-to-Device' THEN 'h2d'
+            WHEN ck.label LIKE '%-to-Host' THEN 'd2h'
+            WHEN ck.label IS NULL AND sk.label IN ('Pageable', 'Pinned') AND dk.label = 'Device' THEN 'h2d'
+            WHEN ck.label IS NULL AND dk.label IN ('Pageable', 'Pinned') AND sk.label = 'Device' THEN 'd2h'
+            ELSE 'other' END AS direction
+FROM k
+LEFT JOIN n.mem_kind_enum sk ON sk.id = k.src_kind
+LEFT JOIN n.mem_kind_enum dk ON dk.id = k.dst_kind
+LEFT JOIN n.copy_kind_enum ck ON ck.id = k.copy_kind;
+
+CREATE TEMP TABLE api_names AS
+SELECT id, value FROM n.strings WHERE id IN (SELECT DISTINCT name_id FROM copies);
