@@ -78,6 +78,7 @@ def read_table(trace, view: str, into: str, where: str | None = None, types: dic
                            "integers (a damaged export?)") from None
     data = pa.concat_tables(frames) if frames else schema.empty_table()
     del got, frames
+    pa.default_memory_pool().release_unused()  # the uncast parts: give their pages back now
     # DuckDB scans the Arrow table in place: no second copy of the rows.
     trace.arrow[into] = data
     trace.con.register(into, data)
