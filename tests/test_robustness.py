@@ -173,3 +173,31 @@ def test_parallel_reports_keep_input_order(cli, tmp_path):
     r = cli("analyze", *paths, "--format", "json", "-j", "2")
     assert r.exit_code == 0
     assert [rep["path"] for rep in json.loads(r.stdout)["reports"]] == [str(p) for p in paths]
+
+
+def test_parallel_read_splits_lose_no_row(monkeypatch):
+    # ingest.py reads the big tables in rowid ranges, one per thread; boundaries must lose or repeat no row.
+    from nsysh2d import ingest
+    from nsysh2d.analysis import Analysis, Options
+
+    def report(parts):
+        monkeypatch.setattr(ingest, "MIN_ROWS_PER_PART", 1)
+        monkeypatch.setattr(ingest, "_workers", lambda threads: parts)
+        a = Analysis.open(str(REAL))
+        try:
+            return a.report(Options(direction="all", top=50))
+        finally:
+            a.close()
+
+    one = report(1)
+    assert one["totals"]["calls"] == 256
+    for parts in (2, 3, 7):
+        assert report(parts) == one
+
+
+def test_text_in_an_integer_column(cli, tmp_path):
+    p = copy_db(tmp_path)
+    edit(p, f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = 'garbage' WHERE rowid IN ({MEMCPY_CALLS} LIMIT 1)")
+    r = cli("analyze", p)
+    assert r.exit_code == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and "CUPTI_ACTIVITY_KIND_RUNTIME" in r.stderr, r.stderr
