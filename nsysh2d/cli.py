@@ -235,8 +235,9 @@ def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_pa
       nsysh2d analyze rank*.sqlite --format json -o report.json
 
     \b
-    Environment: NSYSH2D_CACHE_DIR (cache folder, default ~/.cache/nsysh2d), NSYSH2D_MEMORY_LIMIT
-    (DuckDB's memory cap before it spills to the cache folder, default 300MB), NSYSH2D_TIMING=1
+    Environment: NSYSH2D_CACHE_DIR (cache folder; default $XDG_CACHE_HOME or ~/.cache, then
+    /nsysh2d), NSYSH2D_MEMORY_LIMIT (DuckDB's memory cap before it spills to the cache folder;
+    default 300MB), NSYSH2D_TIMING=1
     (time and peak memory of each stage on stderr).
     """
     from . import batch
