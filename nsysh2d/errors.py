@@ -24,3 +24,11 @@ class NsysH2DError(Exception):
 class BadInput(NsysH2DError):
     def __init__(self, message: str):
         super().__init__(message, EXIT_BAD_INPUT)
+
+
+def first_line(e: Exception, limit: int = 300) -> str:
+    """The first line of an exception's text, whitespace collapsed: for one-line error messages."""
+    import re
+
+    lines = str(e).strip().splitlines()
+    return re.sub(r"\s+", " ", lines[0])[:limit] if lines else type(e).__name__

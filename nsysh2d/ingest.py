@@ -14,7 +14,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import quote
 
-from .errors import BadInput
+from .errors import BadInput, first_line
 
 MIN_ROWS_PER_PART = 200_000
 BATCH_ROWS = 122_880  # one DuckDB row group
@@ -60,13 +60,10 @@ def read_table(trace, view: str, into: str, where: str | None = None, types: dic
                 step = (hi - lo) // n_parts + 1
                 sqls = [f'SELECT {exprs} FROM "{table}" WHERE rowid BETWEEN {lo + i * step} AND '
                         f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]
-                if n_parts > 1:
-                    with ThreadPoolExecutor(n_parts) as pool:
-                        got = list(pool.map(lambda q: _query(trace.path, q), sqls))
-                else:
-                    got = [_query(trace.path, sqls[0])]
+                with ThreadPoolExecutor(n_parts) as pool:
+                    got = list(pool.map(lambda q: _query(trace.path, q), sqls))
         except Exception as e:  # the ADBC driver raises its own error classes
-            raise BadInput(f"{trace.path}: cannot read table {table} ({_first_line(e)})") from None
+            raise BadInput(f"{trace.path}: cannot read table {table} ({first_line(e)})") from None
     frames = []
     for t in got:
         # Every column read this way is an integer; a part whose column is all NULL comes back untyped.
@@ -104,8 +101,3 @@ def _query(path: str, sql: str):
             cur.close()
     finally:
         con.close()
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip().splitlines()
-    return text[0][:200] if text else type(e).__name__

@@ -9,14 +9,13 @@ first and reported with the nsys option that records it.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
-from .errors import EXIT_EXPORT_FAILED, BadInput, NsysH2DError
+from .errors import EXIT_EXPORT_FAILED, BadInput, NsysH2DError, first_line
 from .sql import load as load_sql
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -161,7 +160,7 @@ class Trace:
         except duckdb.Error as e:
             if "locked" in str(e).lower() or "busy" in str(e).lower():
                 raise BadInput(f"{path}: locked by another process (is nsys export still writing it?)") from None
-            raise BadInput(f"{path}: cannot read as SQLite ({_first_line(e)})") from None
+            raise BadInput(f"{path}: cannot read as SQLite ({first_line(e)})") from None
         tables: dict[str, set[str]] = {}
         for t, c in rows:
             tables.setdefault(t, set()).add(c)
@@ -175,18 +174,18 @@ class Trace:
         con.execute("CREATE SCHEMA n")
         missing_tables = []
         for view, (table, option, cols) in VIEWS.items():
-            have = self.tables.get(table)
+            have, mapped = self.source_columns(view)
             needed = REQUIRED.get(view, [])
             if have is None and needed:
                 missing_tables.append((table, option))
                 continue
             exprs = []
-            for out, src in cols.items():
-                if have is not None and src in have:
+            for out, src in mapped.items():
+                if src:
                     exprs.append(f'"{src}" AS {out}')
                 else:
                     if out in needed or (have is not None and out in REQUIRED_IF_PRESENT.get(view, [])):
-                        raise BadInput(f"{self.path}: table {table} has no column {src}; re-export with a "
+                        raise BadInput(f"{self.path}: table {table} has no column {cols[out]}; re-export with a "
                                        "current 'nsys export --type sqlite'")
                     exprs.append(f"CAST(NULL AS {TYPES.get(out, 'BIGINT')}) AS {out}")
             source = f'src."{table}"' if have is not None else "(SELECT 1) WHERE false"
@@ -260,9 +259,4 @@ class Trace:
 def _sql_string(text: str) -> str:
     """A SQL string literal (ATTACH takes no parameters)."""
     return "'" + text.replace("'", "''") + "'"
-
-
-def _first_line(e: Exception) -> str:
-    text = str(e).strip().splitlines()
-    return re.sub(r"\s+", " ", text[0]) if text else type(e).__name__
 
