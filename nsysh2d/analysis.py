@@ -34,6 +34,7 @@ class Analysis:
     def __init__(self, trace: Trace):
         self.trace = trace
         self._summary_cache: dict = {}
+        self._backlog_asked: set = set()
         con = trace.con
         with _stage("nvtx ranges"):
             con.execute(load("nvtx"))
@@ -51,9 +52,6 @@ class Analysis:
         ingest.release(trace, "api_raw")
         with _stage("attribution"):
             attribute(trace)
-        con.execute("CREATE TEMP TABLE backlog (global_pid BIGINT, correlation_id BIGINT, backlog_ns BIGINT)")
-        con.execute("CREATE TEMP TABLE work (device_id INTEGER, stream_id INTEGER, start BIGINT, \"end\" BIGINT)")
-        con.execute("CREATE TEMP TABLE work_windows (lo BIGINT, hi BIGINT)")
         con.execute(load("copies_x"))
         self.warnings = list(trace.warnings)
         with _stage("anomalies"):
@@ -69,6 +67,9 @@ class Analysis:
     def ensure_backlog(self, min_ns: int = 0, direction: str = "all", limit: int | None = None) -> None:
         """Compute the stream backlog of the calls a report with these options needs (see
         backlog_probes.sql); min_ns=0 and limit=None: of every call."""
+        if (min_ns, direction, limit) in self._backlog_asked:
+            return
+        self._backlog_asked.add((min_ns, direction, limit))
         con = self.trace.con
         con.execute(load("backlog_probes"), {"min_ns": min_ns, "direction": direction, "limit": limit})
         n = con.execute("SELECT count(*) FROM probes").fetchone()[0]
@@ -95,8 +96,6 @@ class Analysis:
         con.execute(load("work"))
         for view in ("kernel", "memset", "memcpy"):
             ingest.release(self.trace, f"work_{view}")
-        con.execute("CREATE OR REPLACE TEMP TABLE work_windows AS SELECT * FROM (VALUES " +
-                    ", ".join(f"({int(lo)}, {int(hi)})" for lo, hi in windows) + ") v(lo, hi)")
 
     # ------------------------------------------------------------------ results
     def copies(self):

@@ -107,8 +107,8 @@ def python_site(frames: list[tuple[str, str, int]]) -> tuple[str, str] | None:
 
 
 def attribute(trace) -> None:
-    """Build table `attrib` (site, site_line, site_origin, source_class, evidence, fix) and set
-    copies.py_site_id.
+    """Set copies.py_site_id and build table `attrib` (site, site_line, site_origin, source_class,
+    evidence, fix).
 
     Python handles only what SQL cannot: each distinct native stack and each distinct Python-backtrace
     payload once; classification and the per-call join are SQL (queries/attrib.sql, copies_x.sql).
@@ -122,9 +122,7 @@ def attribute(trace) -> None:
     native = [(cid, *native_site(frames)) for cid, frames in stacks.items()]
     marks = con.execute(load("python_marks"), {"window_ns": PY_MARK_WINDOW_NS}).fetchall()
     blobs = trace.nvtx_blobs(sorted({m[4] for m in marks})) if marks else {}
-    decoded: dict[bytes, list] = {}
-    for blob in set(blobs.values()):
-        decoded[blob] = decode_python_frames(blob)
+    decoded = {blob: decode_python_frames(blob) for blob in set(blobs.values())}
     ids = sorted({i for fr in decoded.values() for f in fr for i in (f[0], f[1])})
     strings = dict(con.execute(load("strings_by_id"), {"ids": ids}).fetchall()) if ids else {}
     site_ids: dict[tuple[str, str], int] = {}
@@ -148,7 +146,4 @@ def attribute(trace) -> None:
         con.register(f"{name}_frame", data)
         con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT * FROM {name}_frame")
         con.unregister(f"{name}_frame")
-    if py:
-        con.execute("UPDATE copies SET py_site_id = p.py_site_id FROM python_sites p "
-                    "WHERE p.global_pid = copies.global_pid AND p.correlation_id = copies.correlation_id")
     con.execute(load("attrib"))

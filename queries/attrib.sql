@@ -2,9 +2,13 @@
 -- (native stack, Python site, copy kind, source kind, destination kind) among the copies; copies_x
 -- joins it to every call. Inputs from attribution.py: native_sites (per callchain: site,
 -- copy_kernels = frames of at::native::copy_kernel_cuda), py_site_names (per py_site_id: site,
--- site_line; copies.py_site_id is already set) and fixes (per class).
+-- site_line), python_sites (per call: py_site_id, set into copies first) and fixes (per class).
 -- A strided host source shows up as Pageable with copy_kernel_cuda twice on its stack: PyTorch
 -- copied it through a pageable contiguous temporary. No evidence, no guess: 'unknown'.
+UPDATE copies SET py_site_id = p.py_site_id
+FROM python_sites p
+WHERE p.global_pid = copies.global_pid AND p.correlation_id = copies.correlation_id;
+
 CREATE TEMP TABLE attrib AS
 WITH keys AS (
     SELECT DISTINCT callchain_id, py_site_id, copy_kind, src_kind, dst_kind FROM copies

@@ -6,6 +6,12 @@
 -- of the backlog queued ahead of it (a pageable copy behind others in flight waits for their staging
 -- buffers and returns just before its own DMA starts). A long call that did not wait for the GPU is
 -- host overhead.
+-- Filled on demand (analysis.py): backlog (backlog.sql), work and the windows it covers (work.sql,
+-- probe_windows.sql). Empty until a report needs them.
+CREATE TEMP TABLE backlog (global_pid BIGINT, correlation_id BIGINT, backlog_ns BIGINT);
+CREATE TEMP TABLE work (device_id INTEGER, stream_id INTEGER, start BIGINT, "end" BIGINT);
+CREATE TEMP TABLE work_windows (lo BIGINT, hi BIGINT);
+
 CREATE TEMP VIEW copies_x AS
 SELECT c.global_pid, c.global_tid, c.correlation_id, c.name_id,
        c.api_start, c.api_end, c.api_end - c.api_start AS host_ns,
