@@ -13,6 +13,7 @@ import click
 
 from . import __version__
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
+from .units import DEFAULT_STEP_PATTERN, DIRECTIONS, GROUPS
 
 FORMATS = ["table", "json", "csv", "markdown"]
 
@@ -194,11 +195,11 @@ def _emit(text: str, output: str | None) -> None:
 common_report_options = [
     click.option("--min-duration", default="100us", show_default=True, callback=_duration,
                  help="A call is long when its host-side duration is at least this (ns, us, ms)."),
-    click.option("--direction", type=click.Choice(["h2d", "d2h", "all"]), default="h2d", show_default=True,
+    click.option("--direction", type=click.Choice(DIRECTIONS), default="h2d", show_default=True,
                  help="Which copies to report."),
     click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
     click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout."),
-    click.option("--step-pattern", default=r"^step\b", show_default=True,
+    click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
                  help="Regular expression naming the NVTX ranges that mark one step (per-step figures)."),
     click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs."),
 ]
@@ -214,7 +215,7 @@ def report_options(f):
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @report_options
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0), help="How many of the longest calls to list.")
-@click.option("--by", type=click.Choice(["kind", "site", "class", "nvtx", "stream"]), default="kind", show_default=True,
+@click.option("--by", type=click.Choice(GROUPS), default="kind", show_default=True,
               help="Group by memory kind, call site, true source class, NVTX range or stream.")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: CPU count).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache.")
@@ -324,11 +325,11 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
               help="Fail when host time in long-blocking copies per NVTX step exceeds this (e.g. 1ms).")
 @click.option("--kind", "kinds", multiple=True, help="Only copies from this source memory kind (file label, "
               "e.g. Pageable); repeatable.")
-@click.option("--direction", type=click.Choice(["h2d", "d2h", "all"]), default="h2d", show_default=True)
+@click.option("--direction", type=click.Choice(DIRECTIONS), default="h2d", show_default=True)
 @click.option("--baseline", type=click.Path(dir_okay=False), help="Findings stored by `nsysh2d baseline`: fail on new "
               "long-blocking call sites or growth beyond --tolerance.")
 @click.option("--tolerance", default="10%", show_default=True, help="Growth over the baseline allowed (10% or 0.1).")
-@click.option("--step-pattern", default=r"^step\b", show_default=True, help="NVTX ranges that mark one step.")
+@click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True, help="NVTX ranges that mark one step.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
               help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
@@ -385,7 +386,7 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     baseline = setting("baseline", "baseline", baseline, str)
     tolerance = setting("tolerance", "tolerance", tolerance, str)
     step_pattern = setting("step_pattern", "step-pattern", step_pattern, str)
-    if count not in ("blocking", "long") or direction not in ("h2d", "d2h", "all"):
+    if count not in ("blocking", "long") or direction not in DIRECTIONS:
         raise NsysH2DError("bad count/direction setting", EXIT_BAD_INPUT)
     tol = str(tolerance).strip()
     try:
@@ -441,8 +442,8 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
 @click.argument("report", type=click.Path(dir_okay=True))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Baseline JSON to write.")
 @click.option("--min-duration", default="100us", show_default=True, callback=_duration)
-@click.option("--direction", type=click.Choice(["h2d", "d2h", "all"]), default="h2d", show_default=True)
-@click.option("--step-pattern", default=r"^step\b", show_default=True)
+@click.option("--direction", type=click.Choice(DIRECTIONS), default="h2d", show_default=True)
+@click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True)
 @click.option("--nsys", "nsys_path")
 @click.option("--no-cache", is_flag=True)
 def baseline(report, output, min_duration, direction, step_pattern, nsys_path, no_cache):

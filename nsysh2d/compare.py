@@ -81,6 +81,19 @@ class Rules:
     kinds: tuple[str, ...] = ()        # source memory kinds (file labels) the rules look at; empty: all
     tolerance: float = 0.10            # baseline growth allowed (fraction)
 
+    # The report fields and wording the rules use for what they count.
+    @property
+    def count_key(self) -> str:
+        return "blocking_calls" if self.count == "blocking" else "long_calls"
+
+    @property
+    def time_key(self) -> str:
+        return "blocking_ns" if self.count == "blocking" else "long_ns"
+
+    @property
+    def what(self) -> str:
+        return "long-blocking" if self.count == "blocking" else "long"
+
 
 @dataclass
 class RuleResult:
@@ -95,8 +108,7 @@ def _kind_ok(kind, rules: Rules) -> bool:
 
 
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
-    count_key = "blocking_calls" if rules.count == "blocking" else "long_calls"
-    what = "long-blocking" if rules.count == "blocking" else "long"
+    count_key, what = rules.count_key, rules.what
     results = []
     kinds = [r for r in rep["by_kind"] if _kind_ok(r["src_kind"], rules)]
     n = sum(r[count_key] for r in kinds)
@@ -109,7 +121,7 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         f"allowed {rules.max_long_calls}", offenders if n > rules.max_long_calls else []))
     if rules.max_blocked_per_step_ns is not None:
         steps = rep["steps"]["steps"]
-        blocked = sum(r["blocking_ns" if rules.count == "blocking" else "long_ns"] for r in kinds)
+        blocked = sum(r[rules.time_key] for r in kinds)
         if not steps:
             results.append(RuleResult("max-blocked-per-step", False,
                                       f"no NVTX step ranges matching {rep['steps']['pattern']!r}: cannot compute "
@@ -126,10 +138,9 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
 
 
 def _against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
-    what = "long-blocking" if rules.count == "blocking" else "long"
+    what, key, t_key = rules.what, rules.count_key, rules.time_key
     if baseline.get("min_duration_ns") != rep["min_duration_ns"] or baseline.get("direction") != rep["direction"]:
         raise BadInput("baseline was made with a different --min-duration/--direction; remake it")
-    key = "blocking_calls" if rules.count == "blocking" else "long_calls"
     base_sites = {r["group"]: r for r in baseline.get("by_site", [])}
     now_sites = {r["group"]: r for r in rep.get("by_site", []) if r[key]}
     new = [s for s in now_sites if not (base_sites.get(s, {}).get(key))]
@@ -139,7 +150,6 @@ def _against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
                       [{"site": s, key: now_sites[s][key], "long_ns": now_sites[s]["long_ns"]} for s in new])]
     sb, sn = baseline.get("steps", {}).get("steps"), rep["steps"]["steps"]
     grown = []
-    t_key = "blocking_ns" if rules.count == "blocking" else "long_ns"
     for s, r in now_sites.items():
         b = base_sites.get(s)
         if not b or not b.get(key):
