@@ -26,6 +26,7 @@ from .units import (  # noqa: F401 - re-exported: the library's public names
 
 
 MAX_WORK_WINDOWS = 64
+PART_ROWS = 250_000  # rows per part added to the store: bounds the memory of what is in flight
 
 
 class Analysis:
@@ -38,18 +39,8 @@ class Analysis:
         con = trace.con
         with _stage("nvtx ranges"):
             con.execute(load("nvtx"))
-        with _stage("read copy calls"):
-            ingest.read_table(trace, "runtime", "api_raw", where=sqlite_condition("sqlite_copy_calls"),
-                              columns=["start", "end", "event_class", "global_tid", "correlation_id", "name_id",
-                                       "callchain_id"], types={"event_class": "INTEGER", "name_id": "INTEGER"})
-        with _stage("join copies"):
-            con.execute(load("copies"))
-            multi, missing = con.execute("SELECT (SELECT count(*) FROM copy_keys_multi), "
-                                         "api_rows_without_activity FROM copy_stats").fetchone()
-            if multi or missing:
-                con.execute(load("copies_fold"))
-            con.execute(load("labels"))
-        ingest.release(trace, "api_raw")
+        with _stage("read and join copy calls"):
+            self._read_copies()
         with _stage("attribution"):
             attribute(trace)
         con.execute(load("copies_x"))
@@ -62,6 +53,38 @@ class Analysis:
     @classmethod
     def open(cls, path: str, **kwargs) -> "Analysis":
         return cls(Trace.open(path, **kwargs))
+
+    def _read_copies(self) -> None:
+        """Tables copies, memcpy_raw and api_raw (store.sql), filled part by part as ingest.py reads
+        them: memory holds the compressed tables and the parts in flight, not the raw rows."""
+        con = self.trace.con
+        con.execute(load("store"))
+        small = {c: "INTEGER" for c in ("event_class", "name_id", "device_id", "stream_id", "copy_kind",
+                                        "src_kind", "dst_kind")}
+        reads = [
+            # Every activity row must be in before the first calls are joined: it is read first.
+            ingest.Read("memcpy", "memcpy_part", types=small, part_rows=PART_ROWS),
+            # About one row in ten passes the filter: parts of ten times as many source rows.
+            ingest.Read("runtime", "api_part", sqlite_condition("sqlite_copy_calls"),
+                        ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
+                        small, part_rows=10 * PART_ROWS),
+        ]
+        step = {"memcpy_part": "store_memcpy_part", "api_part": "copies_part"}
+        for k, part in ingest.read_parts(self.trace, reads):
+            name = reads[k].into
+            con.register(name, part)
+            con.execute(load(step[name]))
+            con.unregister(name)
+            del part
+            con.execute("CHECKPOINT store")  # compresses what this part added
+        con.execute(load("copies"))
+        multi, missing = con.execute("SELECT (SELECT count(*) FROM copy_keys_multi), "
+                                     "api_rows_without_activity FROM copy_stats").fetchone()
+        if multi or missing:
+            con.execute(load("copies_fold"))
+        con.execute("DROP TABLE api_raw")
+        con.execute("CHECKPOINT store")
+        con.execute(load("labels"))
 
     # ------------------------------------------------------------------ backlog, on demand
     def ensure_backlog(self, min_ns: int = 0, direction: str = "all", limit: int | None = None) -> None:

@@ -11,7 +11,10 @@ only; one connection per rowid range on one thread each (SQLite releases the GIL
 from __future__ import annotations
 
 import os
+from collections import deque
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from .errors import BadInput, first_line
@@ -31,55 +34,129 @@ def _connect(path: str):
     return adbc.connect(f"file:{quote(os.path.abspath(path))}?mode=ro")
 
 
+@dataclass
+class Read:
+    """One table to read: the normalized columns of `view` (see trace.VIEWS) for the rows of its
+    SQLite table that satisfy `where` (SQLite syntax, evaluated inside SQLite), into the Arrow table
+    `into`. Only `columns` (default: all), int64 unless `types` says int32 (INTEGER); columns the
+    file lacks are NULL. `part_rows`: source rows per part at most (default: one part per thread)."""
+    view: str
+    into: str
+    where: str | None = None
+    columns: list[str] | None = None
+    types: dict = field(default_factory=dict)
+    part_rows: int | None = None
+
+
 def read_table(trace, view: str, into: str, where: str | None = None, types: dict | None = None,
                columns: list[str] | None = None) -> int:
-    """Make `into` (an Arrow table registered in DuckDB; `release` drops it) hold the normalized
-    columns of `view` (see trace.VIEWS) for the rows of its SQLite table that satisfy `where`
-    (SQLite syntax, evaluated inside SQLite). Only `columns` (default: all), int64 unless `types`
-    says int32; columns the file lacks are NULL. Returns the number of rows read."""
+    """Read one table whole into the Arrow table `into`, registered in DuckDB (`release` drops it);
+    returns the number of rows read."""
     import pyarrow as pa
 
-    table, cols = trace.source_columns(view)
-    if columns:
-        cols = {c: cols[c] for c in columns}
-    names = list(cols)
-    schema = pa.schema([(c, pa.int32() if (types or {}).get(c) == "INTEGER" else pa.int64()) for c in names])
-    got = []
-    if table is not None:
-        exprs = ", ".join(f'"{src}" AS "{out}"' if src else f'NULL AS "{out}"' for out, src in cols.items())
-        cond = f" AND ({where})" if where else ""
-        try:
-            # Two subqueries: SQLite answers each from the b-tree's ends; min() and max() in one
-            # SELECT scan the whole table.
-            bounds = _query(trace.path, f'SELECT (SELECT min(rowid) FROM "{table}") AS lo, '
-                                        f'(SELECT max(rowid) FROM "{table}") AS hi').to_pylist()[0]
-            lo, hi = bounds["lo"], bounds["hi"]
-            if lo is not None:
-                workers = _workers(trace.threads)
-                n_parts = max(1, min(workers, (hi - lo + 1) // MIN_ROWS_PER_PART))
-                step = (hi - lo) // n_parts + 1
-                sqls = [f'SELECT {exprs} FROM "{table}" WHERE rowid BETWEEN {lo + i * step} AND '
-                        f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]
-                with ThreadPoolExecutor(n_parts) as pool:
-                    got = list(pool.map(lambda q: _query(trace.path, q), sqls))
-        except Exception as e:  # the ADBC driver raises its own error classes
-            raise BadInput(f"{trace.path}: cannot read table {table} ({first_line(e)})") from None
-    frames = []
-    for t in got:
-        # Every column read this way is an integer; a part whose column is all NULL comes back untyped.
-        try:
-            frames.append(pa.table([t.column(i).cast(schema.field(i).type) for i in range(len(names))],
-                                   schema=schema))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise BadInput(f"{trace.path}: table {table} holds non-integer values where nsys writes "
-                           "integers (a damaged export?)") from None
-    data = pa.concat_tables(frames) if frames else schema.empty_table()
-    del got, frames
+    r = Read(view, into, where, columns, types or {})
+    parts = [t for _k, t in read_parts(trace, [r])]
+    data = pa.concat_tables(parts) if parts else _schema(r, list(_columns(trace, r))).empty_table()
+    del parts
     pa.default_memory_pool().release_unused()  # the uncast parts: give their pages back now
     # DuckDB scans the Arrow table in place: no second copy of the rows.
     trace.arrow[into] = data
     trace.con.register(into, data)
     return data.num_rows
+
+
+def read_parts(trace, reads: list[Read]):
+    """Yield (index into `reads`, Arrow table) for every rowid-range part of every table, in order:
+    all parts of reads[0] first, each table's parts in rowid order. The parts are read on a pool of
+    threads (one SQLite connection each; SQLite releases the GIL), a few ahead of the consumer, so
+    memory holds only the parts in flight, and a small table is read while a big one still is."""
+    plans = [(k, _table(trace, r), sql) for k, r in enumerate(reads) for sql in _part_sqls(trace, r)]
+    if not plans:
+        return
+    workers = _workers(trace.threads)
+    with ThreadPoolExecutor(workers) as pool:
+        pending: deque = deque()
+        todo = iter(plans)
+        try:
+            while True:
+                while len(pending) < workers:  # keep every thread busy
+                    nxt = next(todo, None)
+                    if nxt is None:
+                        break
+                    k, table, sql = nxt
+                    pending.append((k, table, pool.submit(_query, trace.path, sql)))
+                if not pending:
+                    return
+                k, table, fut = pending.popleft()
+                with _bad_table(trace, table):
+                    got = fut.result()
+                yield k, _typed(trace, reads[k], table, got)
+        finally:
+            for _k, _t, fut in pending:
+                fut.cancel()
+
+
+def _table(trace, r: Read) -> str | None:
+    return trace.source_columns(r.view)[0]
+
+
+def _columns(trace, r: Read) -> dict:
+    cols = trace.source_columns(r.view)[1]
+    return {c: cols[c] for c in r.columns} if r.columns else cols
+
+
+def _schema(r: Read, names: list[str]):
+    import pyarrow as pa
+
+    return pa.schema([(c, pa.int32() if r.types.get(c) == "INTEGER" else pa.int64()) for c in names])
+
+
+def _part_sqls(trace, r: Read) -> list[str]:
+    table = _table(trace, r)
+    if table is None:
+        return []
+    cols = _columns(trace, r)
+    exprs = ", ".join(f'"{src}" AS "{out}"' if src else f'NULL AS "{out}"' for out, src in cols.items())
+    cond = f" AND ({r.where})" if r.where else ""
+    with _bad_table(trace, table):
+        # Two subqueries: SQLite answers each from the b-tree's ends; min() and max() in one
+        # SELECT scan the whole table.
+        bounds = _query(trace.path, f'SELECT (SELECT min(rowid) FROM "{table}") AS lo, '
+                                    f'(SELECT max(rowid) FROM "{table}") AS hi').to_pylist()[0]
+    lo, hi = bounds["lo"], bounds["hi"]
+    if lo is None:
+        return []
+    rows = hi - lo + 1
+    n_parts = _workers(trace.threads)
+    if r.part_rows:
+        n_parts = max(n_parts, -(-rows // r.part_rows))
+    n_parts = max(1, min(n_parts, rows // MIN_ROWS_PER_PART))
+    step = (hi - lo) // n_parts + 1
+    return [f'SELECT {exprs} FROM "{table}" WHERE rowid BETWEEN {lo + i * step} AND '
+            f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]
+
+
+def _typed(trace, r: Read, table: str, t):
+    """The part with the declared integer types (a part whose column is all NULL comes back untyped)."""
+    import pyarrow as pa
+
+    names = list(_columns(trace, r))
+    schema = _schema(r, names)
+    try:
+        return pa.table([t.column(i).cast(schema.field(i).type) for i in range(len(names))], schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise BadInput(f"{trace.path}: table {table} holds non-integer values where nsys writes "
+                       "integers (a damaged export?)") from None
+
+
+@contextmanager
+def _bad_table(trace, table: str):
+    try:
+        yield
+    except BadInput:
+        raise
+    except Exception as e:  # the ADBC driver raises its own error classes
+        raise BadInput(f"{trace.path}: cannot read table {table} ({first_line(e)})") from None
 
 
 def release(trace, name: str) -> None:

@@ -112,8 +112,11 @@ def _duckdb_config(threads: int | None) -> dict:
         spill.mkdir(parents=True, exist_ok=True)
     except OSError:
         spill = Path(os.environ.get("TMPDIR", "/tmp"))
+    # Arrow tables (ingest.py) give the planner no row counts; it then takes a join of millions of
+    # rows for a tiny one and picks a nested loop, quadratic (17 s instead of 0.1 s on 100 k calls).
     config = {"memory_limit": memory_limit(), "temp_directory": str(spill),
-              "preserve_insertion_order": False}
+              "preserve_insertion_order": False, "asof_loop_join_threshold": 0,
+              "nested_loop_join_threshold": 0}
     if threads:
         config["threads"] = threads
     return config

@@ -24,7 +24,7 @@ SELECT * FROM (
 WHERE rn = 1 AND (global_pid, correlation_id) IN (SELECT global_pid, correlation_id FROM copy_keys_multi);
 
 CREATE TEMP TABLE fold_memcpy_raw AS
-SELECT * FROM n.memcpy WHERE correlation_id IN (SELECT correlation_id FROM copy_keys_multi);
+SELECT * FROM memcpy_raw WHERE correlation_id IN (SELECT correlation_id FROM copy_keys_multi);
 
 CREATE TEMP TABLE fold_memcpy AS SELECT DISTINCT * FROM fold_memcpy_raw;
 
@@ -47,7 +47,7 @@ CREATE TEMP TABLE folded_nvtx AS SELECT * FROM with_nvtx('folded');
 
 DELETE FROM copies USING copy_keys_multi k
 WHERE copies.global_pid = k.global_pid AND copies.correlation_id = k.correlation_id;
-INSERT INTO copies SELECT * FROM folded_nvtx;
+INSERT INTO copies BY NAME SELECT * FROM folded_nvtx;
 
 UPDATE copy_stats SET
     memcpy_duplicates = (SELECT count(*) FROM fold_memcpy_raw) - (SELECT count(*) FROM fold_memcpy),
