@@ -213,7 +213,12 @@ def _stage(what: str):
         return
     import resource
 
-    t = time.perf_counter()
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    t, c = time.perf_counter(), cpu()
     yield
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"nsysh2d: {what}: {time.perf_counter() - t:.3f} s (peak RSS so far {peak:.0f} MB)", file=sys.stderr)
+    print(f"nsysh2d: {what}: {time.perf_counter() - t:.3f} s, CPU {cpu() - c:.3f} s "
+          f"(peak RSS so far {peak:.0f} MB)", file=sys.stderr)

@@ -238,7 +238,7 @@ def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_pa
     \b
     Environment: NSYSH2D_CACHE_DIR (cache folder; default $XDG_CACHE_HOME or ~/.cache, then
     /nsysh2d), NSYSH2D_MEMORY_LIMIT (DuckDB's memory cap before it spills to the cache folder;
-    default 300MB), NSYSH2D_TIMING=1
+    default 200MB), NSYSH2D_TIMING=1
     (time and peak memory of each stage on stderr).
     """
     from . import batch

@@ -96,7 +96,7 @@ def check_file(path: str) -> Path:
 
 # DuckDB's own memory (tables, joins, sorts) stays under this; past it, it spills to disk. The Arrow
 # tables ingest.py reads and the interpreter come on top (docs/benchmarks.md has the peak RSS).
-DEFAULT_MEMORY_LIMIT = "300MB"
+DEFAULT_MEMORY_LIMIT = "200MB"
 
 
 def memory_limit() -> str:
