@@ -1,4 +1,4 @@
-"""Read the big activity tables of an export into DuckDB, fast: in parallel, filtered inside SQLite.
+"""Read the big activity tables of an export, fast: in parallel, filtered inside SQLite, in parts.
 
 An nsys export has no index on the columns we filter by, so every read is a full table scan, and
 on multi-GB files that scan is most of the cost of an analysis. Measured on a 1.36 GB export
@@ -7,6 +7,8 @@ into SQLite and converts every column of every row (2.8 s for the 2 M memcpy cal
 rows); its `sqlite_query` pushes the filter down but returns only text (2.0 s). ADBC's SQLite
 driver runs the filter inside SQLite and hands back typed Arrow columns for the matching rows
 only; one connection per rowid range on one thread each (SQLite releases the GIL) makes it 1.0 s.
+`read_parts` hands the ranges over one by one, so a caller can compress each before the next
+arrives (analysis.py) instead of holding every raw row at once.
 """
 from __future__ import annotations
 
@@ -48,21 +50,24 @@ class Read:
     part_rows: int | None = None
 
 
-def read_table(trace, view: str, into: str, where: str | None = None, types: dict | None = None,
-               columns: list[str] | None = None) -> int:
-    """Read one table whole into the Arrow table `into`, registered in DuckDB (`release` drops it);
-    returns the number of rows read."""
+def read_tables(trace, reads: list[Read]) -> dict[str, int]:
+    """Read the tables whole, on one pool of threads, each into the Arrow table `into`, registered
+    in DuckDB (`release` drops it). Returns {into: rows read}."""
     import pyarrow as pa
 
-    r = Read(view, into, where, columns, types or {})
-    parts = [t for _k, t in read_parts(trace, [r])]
-    data = pa.concat_tables(parts) if parts else _schema(r, list(_columns(trace, r))).empty_table()
-    del parts
+    parts: list[list] = [[] for _ in reads]
+    for k, t in read_parts(trace, reads):
+        parts[k].append(t)
+    counts = {}
+    for r, got in zip(reads, parts):
+        data = pa.concat_tables(got) if got else _schema(r, list(_columns(trace, r))).empty_table()
+        got.clear()
+        # DuckDB scans the Arrow table in place: no second copy of the rows.
+        trace.arrow[r.into] = data
+        trace.con.register(r.into, data)
+        counts[r.into] = data.num_rows
     pa.default_memory_pool().release_unused()  # the uncast parts: give their pages back now
-    # DuckDB scans the Arrow table in place: no second copy of the rows.
-    trace.arrow[into] = data
-    trace.con.register(into, data)
-    return data.num_rows
+    return counts
 
 
 def read_parts(trace, reads: list[Read]):
@@ -160,7 +165,7 @@ def _bad_table(trace, table: str):
 
 
 def release(trace, name: str) -> None:
-    """Drop an Arrow table that read_table registered."""
+    """Drop an Arrow table that read_tables registered."""
     trace.con.unregister(name)
     trace.arrow.pop(name, None)
 

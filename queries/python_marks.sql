@@ -3,14 +3,18 @@
 -- same thread, with the frames in an extended binary payload (exported only with
 -- 'nsys export --include-blobs=true'; trace.py reads the payloads). Each copy takes the latest such
 -- mark at most $window_ns before its start. Returns the mark's (global_tid, start, domain_id).
-WITH domains AS (
-    SELECT DISTINCT domain_id FROM n.nvtx
+WITH nv AS MATERIALIZED (  -- one scan of NVTX_EVENTS: the marks, and the rows that name the domain
+    SELECT global_tid, start, "end", domain_id,
+           text = 'Python Backtrace on CUDA'
+           OR text_id IN (SELECT id FROM n.strings WHERE value = 'Python Backtrace on CUDA') AS names_domain
+    FROM n.nvtx
     WHERE domain_id IS NOT NULL
-      AND (text = 'Python Backtrace on CUDA'
-           OR text_id IN (SELECT id FROM n.strings WHERE value = 'Python Backtrace on CUDA'))
+),
+domains AS (
+    SELECT DISTINCT domain_id FROM nv WHERE names_domain
 ),
 marks AS (
-    SELECT global_tid, start, domain_id FROM n.nvtx
+    SELECT global_tid, start, domain_id FROM nv
     WHERE "end" IS NULL AND domain_id IN (SELECT domain_id FROM domains)
 )
 SELECT c.global_pid, c.correlation_id, m.global_tid, m.start, m.domain_id
