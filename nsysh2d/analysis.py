@@ -59,24 +59,22 @@ class Analysis:
         them: memory holds the compressed tables and the parts in flight, not the raw rows."""
         con = self.trace.con
         con.execute(load("store"))
-        small = {c: "INTEGER" for c in ("event_class", "name_id", "device_id", "stream_id", "copy_kind",
-                                        "src_kind", "dst_kind")}
-        reads = [
-            # Every activity row must be in before the first calls are joined: it is read first.
-            ingest.Read("memcpy", "memcpy_part", types=small, part_rows=PART_ROWS),
-            # About one runtime row in ten is an async memcpy in the exports measured: larger parts.
+        calls = ingest.read_parts(self.trace, [
+            # About one runtime row in ten is an async memcpy in the exports measured: parts of 10x the rows.
             ingest.Read("runtime", "api_part", sqlite_condition("sqlite_copy_calls"),
                         ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
-                        small, part_rows=10 * PART_ROWS),
-        ]
-        step = {"memcpy_part": "store_memcpy_part", "api_part": "copies_part"}
-        for k, part in ingest.read_parts(self.trace, reads):
-            name = reads[k].into
-            con.register(name, part)
-            con.execute(load(step[name]))
-            con.unregister(name)
-            del part
-            con.execute("CHECKPOINT store")  # compresses what this part added
+                        {"event_class": "INTEGER", "name_id": "INTEGER"}, part_rows=10 * PART_ROWS)])
+        # While the first parts of the calls are read: every activity row, which each part's join needs.
+        # DuckDB's scanner is the faster reader of a whole table (docs/benchmarks.md).
+        with calls:
+            con.execute(load("store_memcpy"))
+            con.execute("CHECKPOINT store")
+            for _k, part in calls:
+                con.register("api_part", part)
+                con.execute(load("copies_part"))
+                con.unregister("api_part")
+                del part
+                con.execute("CHECKPOINT store")  # compresses what this part added
         con.execute(load("copies"))
         multi, missing = con.execute("SELECT (SELECT count(*) FROM copy_keys_multi), "
                                      "api_rows_without_activity FROM copy_stats").fetchone()

@@ -56,8 +56,9 @@ def read_tables(trace, reads: list[Read]) -> dict[str, int]:
     import pyarrow as pa
 
     parts: list[list] = [[] for _ in reads]
-    for k, t in read_parts(trace, reads):
-        parts[k].append(t)
+    with read_parts(trace, reads) as got_parts:
+        for k, t in got_parts:
+            parts[k].append(t)
     counts = {}
     for r, got in zip(reads, parts):
         data = pa.concat_tables(got) if got else _schema(r, list(_columns(trace, r))).empty_table()
@@ -70,35 +71,60 @@ def read_tables(trace, reads: list[Read]) -> dict[str, int]:
     return counts
 
 
-def read_parts(trace, reads: list[Read]):
-    """Yield (index into `reads`, Arrow table) for every rowid-range part of every table, in order:
-    all parts of reads[0] first, each table's parts in rowid order. The parts are read on a pool of
-    threads (one SQLite connection each; SQLite releases the GIL), a few ahead of the consumer, so
-    memory holds only the parts in flight, and a small table is read while a big one still is."""
-    plans = [(k, _table(trace, r), sql) for k, r in enumerate(reads) for sql in _part_sqls(trace, r)]
-    if not plans:
-        return
-    workers = _workers(trace.threads)
-    with ThreadPoolExecutor(workers) as pool:
-        pending: deque = deque()
-        todo = iter(plans)
-        try:
-            while True:
-                while len(pending) < workers:  # keep every thread busy
-                    nxt = next(todo, None)
-                    if nxt is None:
-                        break
-                    k, table, sql = nxt
-                    pending.append((k, table, pool.submit(_query, trace.path, sql)))
-                if not pending:
-                    return
-                k, table, fut = pending.popleft()
-                with _bad_table(trace, table):
-                    got = fut.result()
-                yield k, _typed(trace, reads[k], table, got)
-        finally:
-            for _k, _t, fut in pending:
-                fut.cancel()
+def read_parts(trace, reads: list[Read]) -> "Parts":
+    """The rowid-range parts of the tables, read on a pool of threads (see Parts)."""
+    return Parts(trace, reads)
+
+
+class Parts:
+    """Iterator of (index into `reads`, Arrow table) for every rowid-range part of every table, in
+    order: all parts of reads[0] first, each table's parts in rowid order. Reading starts at once, on
+    a pool of threads (one SQLite connection each; SQLite releases the GIL), and stays one part per
+    thread ahead of the consumer: memory holds only the parts in flight while the caller works on
+    earlier ones, or on something else before it asks for the first. Use as a context manager (or
+    call close()) so that an early exit stops the reads."""
+
+    def __init__(self, trace, reads: list[Read]):
+        self.trace, self.reads = trace, reads
+        self.todo = iter([(k, _table(trace, r), sql) for k, r in enumerate(reads) for sql in _part_sqls(trace, r)])
+        self.workers = _workers(trace.threads)
+        self.pool = ThreadPoolExecutor(self.workers)
+        self.pending: deque = deque()
+        self._fill()
+
+    def _fill(self) -> None:
+        while len(self.pending) < self.workers:
+            nxt = next(self.todo, None)
+            if nxt is None:
+                return
+            k, table, sql = nxt
+            self.pending.append((k, table, self.pool.submit(_query, self.trace.path, sql)))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.pending:
+            self.close()
+            raise StopIteration
+        k, table, fut = self.pending.popleft()
+        with _bad_table(self.trace, table):
+            got = fut.result()
+        self._fill()
+        return k, _typed(self.trace, self.reads[k], table, got)
+
+    def close(self) -> None:
+        for _k, _t, fut in self.pending:
+            fut.cancel()
+        self.pending.clear()
+        self.todo = iter(())
+        self.pool.shutdown(wait=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def _table(trace, r: Read) -> str | None:
