@@ -1,10 +1,11 @@
 """Findings: long-blocking copies by kind, call site, true source class, NVTX range and step.
 
-`Analysis` reads what it needs out of an opened `Trace` (ingest.py: filtered inside SQLite, in
-parallel) and runs the named SQL of queries/ over it; call sites and source classes come from the
-backtraces (decoded in `attribution.py`), everything else is SQL. Work whose cost grows with the
-whole trace but that only a few calls need (the GPU backlog behind a call) runs on demand, for
-those calls only. NSYSH2D_TIMING=1 prints the time of each stage on stderr.
+`Analysis` reads what it needs out of an opened `Trace` (the copy calls through ingest.py: filtered
+inside SQLite, in parallel, part by part into a compressed store) and runs the named SQL of queries/
+over it; call sites and source classes come from the backtraces (decoded in `attribution.py`),
+everything else is SQL. Work whose cost grows with the whole trace but that only a few calls need
+(the GPU backlog behind a call) runs on demand, for those calls only. NSYSH2D_TIMING=1 prints the
+time, CPU time and peak RSS of each stage on stderr.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from contextlib import contextmanager
 from . import ingest
 from .attribution import attribute
 from .errors import BadInput
-from .sql import load, sqlite_condition
+from .sql import condition, load
 from .trace import Trace
 
 from .units import (  # noqa: F401 - re-exported: the library's public names
@@ -61,7 +62,7 @@ class Analysis:
         con.execute(load("store"))
         calls = ingest.read_parts(self.trace, [
             # About one runtime row in ten is an async memcpy in the exports measured: parts of 10x the rows.
-            ingest.Read("runtime", "api_part", sqlite_condition("sqlite_copy_calls"),
+            ingest.Read("runtime", condition("sqlite_copy_calls"),
                         ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
                         {"event_class": "INTEGER", "name_id": "INTEGER"}, part_rows=10 * PART_ROWS)])
         # While the first parts of the calls are read: every activity row, which each part's join needs.
@@ -103,21 +104,13 @@ class Analysis:
 
     def _read_work(self, windows: list[tuple[int, int]]) -> None:
         """Table `work` with every kernel, memset and memcpy that overlaps one of the windows; with
-        many windows, everything that ended after the first starts (SQLite evaluates the condition
-        on every row, so a long OR list would cost more than it saves)."""
-        con = self.trace.con
+        many windows, everything that ended after the first starts (the condition is evaluated on
+        every row, so a long OR list would cost more than it saves)."""
         if len(windows) <= MAX_WORK_WINDOWS:
-            where = " OR ".join(sqlite_condition("sqlite_work_window", lo=int(lo), hi=int(hi)) for lo, hi in windows)
+            where = " OR ".join(condition("work_window", lo=int(lo), hi=int(hi)) for lo, hi in windows)
         else:
-            where = sqlite_condition("sqlite_work_window", lo=int(windows[0][0]), hi=int(max(h for _, h in windows)))
-        cols = ["device_id", "stream_id", "start", "end"]
-        types = {"device_id": "INTEGER", "stream_id": "INTEGER"}
-        # Kernels and memsets come from SQLite (one pool for both); the memcpy activity is in the store.
-        reads = [ingest.Read(view, f"work_{view}", where, cols, types) for view in ("kernel", "memset")]
-        ingest.read_tables(self.trace, reads)
-        con.execute(load("work").replace("{memcpy_where}", where))
-        for r in reads:
-            ingest.release(self.trace, r.into)
+            where = condition("work_window", lo=int(windows[0][0]), hi=int(max(h for _, h in windows)))
+        self.trace.con.execute(load("work").replace("{where}", f"({where})"))
 
     # ------------------------------------------------------------------ results
     def copies(self):

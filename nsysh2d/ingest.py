@@ -39,36 +39,14 @@ def _connect(path: str):
 @dataclass
 class Read:
     """One table to read: the normalized columns of `view` (see trace.VIEWS) for the rows of its
-    SQLite table that satisfy `where` (SQLite syntax, evaluated inside SQLite), into the Arrow table
-    `into`. Only `columns` (default: all), int64 unless `types` says int32 (INTEGER); columns the
-    file lacks are NULL. `part_rows`: source rows per part at most (default: one part per thread)."""
+    SQLite table that satisfy `where` (SQLite syntax, evaluated inside SQLite). Only `columns`
+    (default: all), int64 unless `types` says int32 (INTEGER); columns the file lacks are NULL.
+    `part_rows`: source rows per part at most (default: one part per thread)."""
     view: str
-    into: str
     where: str | None = None
     columns: list[str] | None = None
     types: dict = field(default_factory=dict)
     part_rows: int | None = None
-
-
-def read_tables(trace, reads: list[Read]) -> dict[str, int]:
-    """Read the tables whole, on one pool of threads, each into the Arrow table `into`, registered
-    in DuckDB (`release` drops it). Returns {into: rows read}."""
-    import pyarrow as pa
-
-    parts: list[list] = [[] for _ in reads]
-    with read_parts(trace, reads) as got_parts:
-        for k, t in got_parts:
-            parts[k].append(t)
-    counts = {}
-    for r, got in zip(reads, parts):
-        data = pa.concat_tables(got) if got else _schema(r, list(_columns(trace, r))).empty_table()
-        got.clear()
-        # DuckDB scans the Arrow table in place: no second copy of the rows.
-        trace.arrow[r.into] = data
-        trace.con.register(r.into, data)
-        counts[r.into] = data.num_rows
-    pa.default_memory_pool().release_unused()  # the uncast parts: give their pages back now
-    return counts
 
 
 def read_parts(trace, reads: list[Read]) -> "Parts":
@@ -188,12 +166,6 @@ def _bad_table(trace, table: str):
         raise
     except Exception as e:  # the ADBC driver raises its own error classes
         raise BadInput(f"{trace.path}: cannot read table {table} ({first_line(e)})") from None
-
-
-def release(trace, name: str) -> None:
-    """Drop an Arrow table that read_tables registered."""
-    trace.con.unregister(name)
-    trace.arrow.pop(name, None)
 
 
 def _query(path: str, sql: str):

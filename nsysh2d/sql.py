@@ -15,9 +15,9 @@ def load(name: str) -> str:
         return (Path(__file__).resolve().parent.parent / "queries" / f"{name}.sql").read_text()
 
 
-def sqlite_condition(name: str, **values) -> str:
-    """A queries/sqlite_*.sql condition (run by SQLite itself, see ingest.py) without its comments,
-    with `{name}` placeholders filled in (callers pass integers only)."""
+def condition(name: str, **values) -> str:
+    """A condition file of queries/ (sqlite_*.sql: run by SQLite itself, see ingest.py) without its
+    comments, with `{name}` placeholders filled in (callers pass integers only)."""
     text = " ".join(line for line in load(name).splitlines() if not line.lstrip().startswith("--")).strip()
     return text.format(**values) if values else text
 

@@ -144,7 +144,6 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
     threads: int | None = None
-    arrow: dict = field(default_factory=dict)  # Arrow tables registered in `con` (ingest.py)
 
     # ------------------------------------------------------------------ opening
     @classmethod
