@@ -38,10 +38,12 @@ class Analysis:
         self._summary_cache: dict = {}
         self._backlog_asked: set = set()
         con = trace.con
-        with _stage("nvtx ranges"):
-            con.execute(load("nvtx"))
-        with _stage("read and join copy calls"):
-            self._read_copies()
+        # The calls' reads start now, on their own threads, and overlap the NVTX and activity stages.
+        with self._read_calls() as calls:
+            with _stage("nvtx ranges"):
+                con.execute(load("nvtx"))
+            with _stage("read and join copy calls"):
+                self._join_copies(calls)
         with _stage("attribution"):
             attribute(trace)
         con.execute(load("copies_x"))
@@ -55,27 +57,29 @@ class Analysis:
     def open(cls, path: str, **kwargs) -> "Analysis":
         return cls(Trace.open(path, **kwargs))
 
-    def _read_copies(self) -> None:
-        """Tables copies, memcpy_raw and api_raw (store.sql), filled part by part as ingest.py reads
-        them: memory holds the compressed tables and the parts in flight, not the raw rows."""
-        con = self.trace.con
-        con.execute(load("store"))
-        calls = ingest.read_parts(self.trace, [
+    def _read_calls(self) -> ingest.Parts:
+        """The runtime rows of the async memcpy calls, in parts (ingest.py), reading from now on."""
+        return ingest.read_parts(self.trace, [
             # About one runtime row in ten is an async memcpy in the exports measured: parts of 10x the rows.
             ingest.Read("runtime", condition("sqlite_copy_calls"),
                         ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
                         {"event_class": "INTEGER", "name_id": "INTEGER"}, part_rows=10 * PART_ROWS)])
-        # While the first parts of the calls are read: every activity row, which each part's join needs.
-        # DuckDB's scanner is the faster reader of a whole table (docs/benchmarks.md).
-        with calls:
-            con.execute(load("store_memcpy"))
-            con.execute("CHECKPOINT store")
-            for _k, part in calls:
-                con.register("api_part", part)
-                con.execute(load("copies_part"))
-                con.unregister("api_part")
-                del part
-                con.execute("CHECKPOINT store")  # compresses what this part added
+
+    def _join_copies(self, calls: ingest.Parts) -> None:
+        """Tables copies, memcpy_raw and api_raw (store.sql), filled part by part as the calls arrive:
+        memory holds the compressed tables and the parts in flight, not the raw rows."""
+        con = self.trace.con
+        con.execute(load("store"))
+        # Every activity row first, which each part's join needs. DuckDB's scanner is the faster
+        # reader of a whole table (docs/benchmarks.md).
+        con.execute(load("store_memcpy"))
+        con.execute("CHECKPOINT store")
+        for _k, part in calls:
+            con.register("api_part", part)
+            con.execute(load("copies_part"))
+            con.unregister("api_part")
+            del part
+            con.execute("CHECKPOINT store")  # compresses what this part added
         con.execute(load("copies"))
         multi, missing = con.execute("SELECT (SELECT count(*) FROM copy_keys_multi), "
                                      "api_rows_without_activity FROM copy_stats").fetchone()
