@@ -94,8 +94,8 @@ def check_file(path: str) -> Path:
     raise BadInput(f"{path}: not a SQLite file")
 
 
-# DuckDB's own memory (tables, joins, sorts) stays under this; past it, it spills to disk. The Arrow
-# tables ingest.py reads and the interpreter come on top (docs/benchmarks.md has the peak RSS).
+# DuckDB's own memory (tables, joins, sorts) stays under this; past it, it spills to disk. The parts
+# ingest.py has in flight and the interpreter come on top (docs/benchmarks.md has the peak RSS).
 DEFAULT_MEMORY_LIMIT = "200MB"
 
 
