@@ -59,11 +59,12 @@ class Analysis:
 
     def _read_calls(self) -> ingest.Parts:
         """The runtime rows of the async memcpy calls, in parts (ingest.py), reading from now on."""
-        return ingest.read_parts(self.trace, [
+        return ingest.Parts(self.trace, ingest.Read(
+            "runtime", condition("sqlite_copy_calls"),
+            ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
+            {"event_class": "INTEGER", "name_id": "INTEGER"},
             # About one runtime row in ten is an async memcpy in the exports measured: parts of 10x the rows.
-            ingest.Read("runtime", condition("sqlite_copy_calls"),
-                        ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
-                        {"event_class": "INTEGER", "name_id": "INTEGER"}, part_rows=10 * PART_ROWS)])
+            part_rows=10 * PART_ROWS))
 
     def _join_copies(self, calls: ingest.Parts) -> None:
         """Tables copies, memcpy_raw and api_raw (store.sql), filled part by part as the calls arrive:
@@ -74,7 +75,7 @@ class Analysis:
         # reader of a whole table (docs/benchmarks.md).
         con.execute(load("store_memcpy"))
         con.execute("CHECKPOINT store")
-        for _k, part in calls:
+        for part in calls:
             con.register("api_part", part)
             con.execute(load("copies_part"))
             con.unregister("api_part")

@@ -238,8 +238,8 @@ def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_pa
     \b
     Environment: NSYSH2D_CACHE_DIR (cache folder; default $XDG_CACHE_HOME or ~/.cache, then
     /nsysh2d), NSYSH2D_MEMORY_LIMIT (DuckDB's memory cap before it spills to the cache folder;
-    default 200MB), NSYSH2D_TIMING=1
-    (time and peak memory of each stage on stderr).
+    default 200MB), NSYSH2D_TIMING=1 (wall time, CPU time and peak memory of each stage on
+    stderr).
     """
     from . import batch
     from .units import Options

@@ -7,7 +7,7 @@ into SQLite and converts every column of every row (2.8 s for the 2 M memcpy cal
 rows); its `sqlite_query` pushes the filter down but returns only text (2.0 s). ADBC's SQLite
 driver runs the filter inside SQLite and hands back typed Arrow columns for the matching rows
 only; one connection per rowid range on one thread each (SQLite releases the GIL) makes it 1.0 s.
-`read_parts` hands the ranges over one by one, so a caller can compress each before the next
+`Parts` hands the ranges over one by one, so a caller can compress each before the next
 arrives (analysis.py) instead of holding every raw row at once.
 """
 from __future__ import annotations
@@ -42,34 +42,55 @@ class Read:
     part_rows: int | None = None
 
 
-def read_parts(trace, reads: list[Read]) -> "Parts":
-    """The rowid-range parts of the tables, read on a pool of threads (see Parts)."""
-    return Parts(trace, reads)
-
-
 class Parts:
-    """Iterator of (index into `reads`, Arrow table) for every rowid-range part of every table, in
-    order: all parts of reads[0] first, each table's parts in rowid order. Reading starts at once, on
-    a pool of threads (one SQLite connection each; SQLite releases the GIL), and stays one part per
-    thread ahead of the consumer: memory holds only the parts in flight while the caller works on
-    earlier ones, or on something else before it asks for the first. Use as a context manager (or
-    call close()) so that an early exit stops the reads."""
+    """Iterator of the Arrow tables of a Read, one per rowid range, in rowid order. Reading starts at
+    once, on a pool of threads (one SQLite connection each; SQLite releases the GIL), and stays one
+    part per thread ahead of the consumer: memory holds only the parts in flight while the caller
+    works on earlier ones, or on something else before it asks for the first. Use as a context
+    manager (or call close()) so that an early exit stops the reads."""
 
-    def __init__(self, trace, reads: list[Read]):
-        self.trace, self.reads = trace, reads
-        self.todo = iter([(k, _table(trace, r), sql) for k, r in enumerate(reads) for sql in _part_sqls(trace, r)])
+    def __init__(self, trace, read: Read):
+        import pyarrow as pa
+
+        self.trace = trace
+        self.table, cols = trace.source_columns(read.view)
+        if read.columns:
+            cols = {c: cols[c] for c in read.columns}
+        self.schema = pa.schema([(c, pa.int32() if read.types.get(c) == "INTEGER" else pa.int64()) for c in cols])
+        self.todo = iter(self._part_sqls(read, cols))
         self.workers = _workers(trace.threads)
         self.pool = ThreadPoolExecutor(self.workers)
         self.pending: deque = deque()
         self._fill()
 
+    def _part_sqls(self, read: Read, cols: dict) -> list[str]:
+        if self.table is None:
+            return []
+        exprs = ", ".join(f'"{src}" AS "{out}"' if src else f'NULL AS "{out}"' for out, src in cols.items())
+        cond = f" AND ({read.where})" if read.where else ""
+        with _bad_table(self.trace, self.table):
+            # Two subqueries: SQLite answers each from the b-tree's ends; min() and max() in one
+            # SELECT scan the whole table.
+            bounds = _query(self.trace.path, f'SELECT (SELECT min(rowid) FROM "{self.table}") AS lo, '
+                                             f'(SELECT max(rowid) FROM "{self.table}") AS hi').to_pylist()[0]
+        lo, hi = bounds["lo"], bounds["hi"]
+        if lo is None:
+            return []
+        rows = hi - lo + 1
+        n_parts = _workers(self.trace.threads)
+        if read.part_rows:
+            n_parts = max(n_parts, -(-rows // read.part_rows))
+        n_parts = max(1, min(n_parts, rows // MIN_ROWS_PER_PART))
+        step = (hi - lo) // n_parts + 1
+        return [f'SELECT {exprs} FROM "{self.table}" WHERE rowid BETWEEN {lo + i * step} AND '
+                f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]
+
     def _fill(self) -> None:
         while len(self.pending) < self.workers:
-            nxt = next(self.todo, None)
-            if nxt is None:
+            sql = next(self.todo, None)
+            if sql is None:
                 return
-            k, table, sql = nxt
-            self.pending.append((k, table, self.pool.submit(_query, self.trace.path, sql)))
+            self.pending.append(self.pool.submit(_query, self.trace.path, sql))
 
     def __iter__(self):
         return self
@@ -78,14 +99,24 @@ class Parts:
         if not self.pending:
             self.close()
             raise StopIteration
-        k, table, fut = self.pending.popleft()
-        with _bad_table(self.trace, table):
+        fut = self.pending.popleft()
+        with _bad_table(self.trace, self.table):
             got = fut.result()
         self._fill()
-        return k, _typed(self.trace, self.reads[k], table, got)
+        return self._typed(got)
+
+    def _typed(self, t):
+        """The part with the declared integer types (a part whose column is all NULL comes back untyped)."""
+        import pyarrow as pa
+
+        try:
+            return pa.table([t.column(i).cast(f.type) for i, f in enumerate(self.schema)], schema=self.schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise BadInput(f"{self.trace.path}: table {self.table} holds non-integer values where nsys writes "
+                           "integers (a damaged export?)") from None
 
     def close(self) -> None:
-        for _k, _t, fut in self.pending:
+        for fut in self.pending:
             fut.cancel()
         self.pending.clear()
         self.todo = iter(())
@@ -96,59 +127,6 @@ class Parts:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _table(trace, r: Read) -> str | None:
-    return trace.source_columns(r.view)[0]
-
-
-def _columns(trace, r: Read) -> dict:
-    cols = trace.source_columns(r.view)[1]
-    return {c: cols[c] for c in r.columns} if r.columns else cols
-
-
-def _schema(r: Read, names: list[str]):
-    import pyarrow as pa
-
-    return pa.schema([(c, pa.int32() if r.types.get(c) == "INTEGER" else pa.int64()) for c in names])
-
-
-def _part_sqls(trace, r: Read) -> list[str]:
-    table = _table(trace, r)
-    if table is None:
-        return []
-    cols = _columns(trace, r)
-    exprs = ", ".join(f'"{src}" AS "{out}"' if src else f'NULL AS "{out}"' for out, src in cols.items())
-    cond = f" AND ({r.where})" if r.where else ""
-    with _bad_table(trace, table):
-        # Two subqueries: SQLite answers each from the b-tree's ends; min() and max() in one
-        # SELECT scan the whole table.
-        bounds = _query(trace.path, f'SELECT (SELECT min(rowid) FROM "{table}") AS lo, '
-                                    f'(SELECT max(rowid) FROM "{table}") AS hi').to_pylist()[0]
-    lo, hi = bounds["lo"], bounds["hi"]
-    if lo is None:
-        return []
-    rows = hi - lo + 1
-    n_parts = _workers(trace.threads)
-    if r.part_rows:
-        n_parts = max(n_parts, -(-rows // r.part_rows))
-    n_parts = max(1, min(n_parts, rows // MIN_ROWS_PER_PART))
-    step = (hi - lo) // n_parts + 1
-    return [f'SELECT {exprs} FROM "{table}" WHERE rowid BETWEEN {lo + i * step} AND '
-            f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]
-
-
-def _typed(trace, r: Read, table: str, t):
-    """The part with the declared integer types (a part whose column is all NULL comes back untyped)."""
-    import pyarrow as pa
-
-    names = list(_columns(trace, r))
-    schema = _schema(r, names)
-    try:
-        return pa.table([t.column(i).cast(schema.field(i).type) for i in range(len(names))], schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        raise BadInput(f"{trace.path}: table {table} holds non-integer values where nsys writes "
-                       "integers (a damaged export?)") from None
 
 
 @contextmanager
