@@ -12,52 +12,9 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
-from .units import DEFAULT_STEP_PATTERN, DIRECTIONS, GROUPS
-
-FORMATS = ["table", "json", "csv", "markdown"]
-
-
-def _fail(message: str, code: int) -> None:
-    click.echo(f"nsysh2d: error: {message}", err=True)
-    sys.exit(code)
-
-
-class Group(click.Group):
-    """Turns every error into one line on stderr and a documented exit code."""
-
-    def main(self, *args, **kwargs):
-        kwargs["standalone_mode"] = False
-        try:
-            rv = super().main(*args, **kwargs)
-            sys.exit(rv if isinstance(rv, int) else 0)
-        except NsysH2DError as e:
-            _fail(str(e), e.exit_code)
-        except click.exceptions.Abort:
-            _fail("aborted", 130)
-        except click.ClickException as e:
-            # Usage errors: click's own one-line message, our exit code for bad input.
-            msg = e.format_message()
-            ctx = getattr(e, "ctx", None)
-            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-            _fail(msg + hint, EXIT_BAD_INPUT)
-        except click.exceptions.Exit as e:
-            sys.exit(e.exit_code)
-        except KeyboardInterrupt:
-            _fail("interrupted", 130)
-        except BrokenPipeError:
-            sys.exit(0)
-        except OSError as e:
-            _fail(f"{getattr(e, 'filename', '') or ''}: {e.strerror or e}".lstrip(": "), EXIT_BAD_INPUT)
-        except Exception as e:  # a bug: say so in one line, keep the traceback behind a variable
-            if os.environ.get("NSYSH2D_DEBUG"):
-                raise
-            if type(e).__name__ == "OutOfMemoryException":
-                from .trace import memory_limit
-                _fail(f"out of memory (DuckDB limit {memory_limit()}; raise it with "
-                      "NSYSH2D_MEMORY_LIMIT=4GB)", EXIT_INTERNAL)
-            _fail(f"internal error: {type(e).__name__}: {e} (set NSYSH2D_DEBUG=1 for a traceback and "
-                  "please report it)", EXIT_INTERNAL)
+from .analyses.options import DEFAULT_STEP_PATTERN, DIRECTIONS, GROUPS
+from .cli_kit import FORMATS, Group, duration, emit, exit_code, report_options
+from .errors import EXIT_BAD_INPUT, NsysH2DError
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -117,98 +74,13 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
     If nsys leaves a .qdstrm because it could not find its importer, a QdstrmImporter near the
     nsys binary finishes the job. Prints what it wrote and the command to run next.
     """
-    from . import nsys as nsysmod
+    from .nsys import profile_targets
 
-    parts = list(target)
-    if parts and parts[0] == "--":
-        parts = parts[1:]
-    if not parts:
-        raise NsysH2DError("nothing to profile: give WORKLOAD.py or -- COMMAND", EXIT_BAD_INPUT)
-    is_script = parts[0].endswith(".py")
-    if is_script:
-        script, rest = parts[0], parts[1:]
-        if rest and rest[0] == "--":
-            rest = rest[1:]
-        if not os.path.isfile(script):
-            raise NsysH2DError(f"{script}: no such workload file", EXIT_BAD_INPUT)
-        base_cmd = [python_exe, os.path.abspath(script), *rest]
-        label = name or Path(script).stem
-        found = [] if no_variants else (variants.split(",") if variants else nsysmod.workload_variants(script))
-    else:
-        base_cmd, label = parts, name or Path(parts[0]).name
-        found = [] if (no_variants or not variants) else variants.split(",")
-    opts = nsysmod.CaptureOptions(
-        trace=trace, cudabacktrace=None if cudabacktrace in ("none", "") else cudabacktrace,
-        sample=sample, python_backtrace=python_backtrace, extra=list(nsys_args),
-        export_extra=list(export_args))
-    runs = [(f"{label}-{v}", [*base_cmd, "--variant", v]) for v in found] or [(label, base_cmd)]
-    if dry_run:
-        exe = nsys_path or os.environ.get("NSYS") or "nsys"
-        for lab, cmd in runs:
-            click.echo(" ".join(nsysmod.profile_command(exe, str(Path(output_dir) / lab), cmd, opts)))
-            click.echo(" ".join(nsysmod.export_command(exe, str(Path(output_dir) / f"{lab}.nsys-rep"),
-                                                        str(Path(output_dir) / f"{lab}.sqlite"), opts.export_args())))
-        return 0
-    exe = nsysmod.find_nsys(nsys_path)
-    click.echo(f"nsys: {exe}", err=True)
-    out = Path(output_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise NsysH2DError(f"{out}: cannot create output folder ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
-    written = []
-    for i, (lab, cmd) in enumerate(runs, 1):
-        click.echo(f"[{i}/{len(runs)}] capturing {lab}", err=True)
-        res = nsysmod.capture(exe, out, lab, cmd, opts, importer_lib=importer_lib,
-                              echo=lambda s: click.echo(s, err=True))
-        written.append(res.sqlite)
-        click.echo(f"wrote {res.sqlite} (report {res.report}, log {res.log})")
-    if len(written) == 2:
-        click.echo(f"next: nsysh2d compare {written[0]} {written[1]}")
-    else:
-        click.echo(f"next: nsysh2d analyze {' '.join(written)}")
-    return 0
-
-
-# ----------------------------------------------------------------------------------------- analyze
-def _duration(ctx, param, value):
-    from .units import parse_duration
-
-    try:
-        return parse_duration(value) if value is not None else None
-    except NsysH2DError as e:
-        raise click.BadParameter(str(e)) from None
-
-
-def _emit(text: str, output: str | None) -> None:
-    if output:
-        from .cachedir import atomic_write
-
-        try:
-            atomic_write(output, text)
-        except OSError as e:
-            raise NsysH2DError(f"{output}: cannot write ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
-    else:
-        click.echo(text, nl=False)
-
-
-common_report_options = [
-    click.option("--min-duration", default="100us", show_default=True, callback=_duration,
-                 help="A call is long when its host-side duration is at least this (ns, us, ms)."),
-    click.option("--direction", type=click.Choice(DIRECTIONS), default="h2d", show_default=True,
-                 help="Which copies to report."),
-    click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
-    click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout."),
-    click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
-                 help="Regular expression naming the NVTX ranges that mark one step (per-step figures)."),
-    click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs."),
-]
-
-
-def report_options(f):
-    for opt in reversed(common_report_options):
-        f = opt(f)
-    return f
+    return profile_targets(list(target), output_dir=output_dir, name=name, variants=variants,
+                           no_variants=no_variants, nsys_path=nsys_path, trace=trace, cudabacktrace=cudabacktrace,
+                           sample=sample, python_backtrace=python_backtrace, nsys_args=nsys_args,
+                           export_args=export_args, importer_lib=importer_lib, python_exe=python_exe,
+                           dry_run=dry_run, echo=click.echo)
 
 
 @main.command()
@@ -241,45 +113,18 @@ def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_pa
     default 200MB), NSYSH2D_TIMING=1 (wall time, CPU time and peak memory of each stage on
     stderr).
     """
-    from . import batch
-    from .units import Options
-    from .render import render_sections, to_json
-    from .views import analyze_sections, report_heading
+    from .analyses.options import Options
+    from .present import analyze_output
+    from .run import analyze_many
 
     opts = Options(min_ns=min_duration, direction=direction, top=top, step_pattern=step_pattern)
-    reps, errors = batch.run(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache)
-    for path, msg, _code in errors:
+    reps, errors = analyze_many(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache)
+    for _path, msg, _code_ in errors:
         click.echo(f"nsysh2d: error: {msg}", err=True)
     if errors and not reps:  # nothing to show: the error lines say it all
-        return max(c for _p, _m, c in errors)
-    if fmt == "json":
-        doc = {"nsysh2d": __version__, "reports": reps}
-        if errors:
-            doc["errors"] = [{"path": p, "error": m, "exit_code": c} for p, m, c in errors]
-        _emit(to_json(doc), output)
-    else:
-        parts = []
-        for rep in reps:
-            parts.append(render_sections(fmt, analyze_sections(rep, by, show_top=top > 0), report_heading(rep)))
-        if len(reps) > 1:
-            parts.append(render_sections(fmt, [_combined(reps)]))
-        if errors:
-            parts.append(f"INCOMPLETE: {len(errors)} of {len(reports)} reports could not be analyzed (see stderr)\n")
-        _emit("\n".join(parts), output)
-    if errors:
-        return max(c for _p, _m, c in errors)
-    return 0
-
-
-def _analyze_one(path, opts, nsys_path, no_cache, groups=("site", "class", "nvtx", "stream")) -> dict:
-    from . import batch
-
-    reps, errors = batch.run([path], opts, groups=groups, jobs=1, nsys=nsys_path, use_cache=not no_cache,
-                             progress=False)
-    if errors:
-        _p, msg, code = errors[0]
-        raise NsysH2DError(msg, code)
-    return reps[0]
+        return exit_code(errors)
+    emit(analyze_output(fmt, reps, errors, by, top, len(reports)), output)
+    return exit_code(errors)
 
 
 # ----------------------------------------------------------------------------------------- compare
@@ -296,19 +141,15 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
       nsysh2d compare before.sqlite after.sqlite
       nsysh2d compare before.sqlite after.sqlite --format markdown >> $GITHUB_STEP_SUMMARY
     """
-    from .units import Options
-    from .compare import compare as do_compare
-    from .render import render_sections, to_json
-    from .views import compare_sections
+    from .analyses.compare import compare as do_compare
+    from .analyses.options import Options
+    from .present import compare_output
+    from .run import analyze_one
 
     opts = Options(min_ns=min_duration, direction=direction, top=10, step_pattern=step_pattern)
-    rb = _analyze_one(before, opts, nsys_path, no_cache)
-    ra = _analyze_one(after, opts, nsys_path, no_cache)
-    result = do_compare(rb, ra)
-    if fmt == "json":
-        _emit(to_json({"nsysh2d": __version__, "compare": result}), output)
-    else:
-        _emit(render_sections(fmt, compare_sections(result), f"{before}  ->  {after}"), output)
+    rb = analyze_one(before, opts, nsys_path, not no_cache)
+    ra = analyze_one(after, opts, nsys_path, not no_cache)
+    emit(compare_output(fmt, do_compare(rb, ra), before, after), output)
     return 0
 
 
@@ -319,9 +160,9 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
               help="Fail when more long-blocking copies than this are found.")
 @click.option("--count", type=click.Choice(["blocking", "long"]), default="blocking", show_default=True,
               help="What a rule counts: long-blocking calls (long and waited for the GPU) or every long call.")
-@click.option("--min-duration", default="100us", show_default=True, callback=_duration,
+@click.option("--min-duration", default="100us", show_default=True, callback=duration,
               help="A call is long when its host-side duration is at least this.")
-@click.option("--max-blocked-per-step", callback=_duration, default=None,
+@click.option("--max-blocked-per-step", callback=duration, default=None,
               help="Fail when host time in long-blocking copies per NVTX step exceeds this (e.g. 1ms).")
 @click.option("--kind", "kinds", multiple=True, help="Only copies from this source memory kind (file label, "
               "e.g. Pageable); repeatable.")
@@ -358,106 +199,44 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
       nsysh2d baseline main.sqlite -o nsysh2d-baseline.json
       nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json --junit gate.xml
     """
-    import json
-
-    from .units import Options, parse_duration
-    from .compare import Rules, gate as do_gate, verdict_dict
+    from .analyses.gate import GateSettings, run_gate
     from .config import gate_settings
-    from .render import to_json
-    from .render.ci import github_annotations, junit, summary_markdown
+    from .present import gate_files, gate_output
+    from .run import analyze_one
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
-
-    def setting(name, key, value, convert=lambda v: v):
-        src = ctx.get_parameter_source(name)
-        if src is not click.core.ParameterSource.COMMANDLINE and key in conf:
-            try:
-                return convert(conf[key])
-            except (TypeError, ValueError, NsysH2DError) as e:
-                raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {conf[key]!r} ({e})") from None
-        return value
-
-    max_long_calls = setting("max_long_calls", "max-long-calls", max_long_calls, int)
-    count = setting("count", "count", count, str)
-    min_duration = setting("min_duration", "min-duration", min_duration, parse_duration)
-    max_blocked_per_step = setting("max_blocked_per_step", "max-blocked-per-step", max_blocked_per_step, parse_duration)
-    kinds = setting("kinds", "kinds", tuple(kinds), lambda v: tuple([v] if isinstance(v, str) else v))
-    direction = setting("direction", "direction", direction, str)
-    baseline = setting("baseline", "baseline", baseline, str)
-    tolerance = setting("tolerance", "tolerance", tolerance, str)
-    step_pattern = setting("step_pattern", "step-pattern", step_pattern, str)
-    if count not in ("blocking", "long") or direction not in DIRECTIONS:
-        raise NsysH2DError("bad count/direction setting", EXIT_BAD_INPUT)
-    tol = str(tolerance).strip()
-    try:
-        tol_f = float(tol[:-1]) / 100 if tol.endswith("%") else float(tol)
-    except ValueError:
-        raise NsysH2DError(f"bad --tolerance {tolerance!r}: use e.g. 10% or 0.1", EXIT_BAD_INPUT) from None
-    base = None
-    if baseline:
-        try:
-            with open(baseline) as f:
-                base = json.load(f)
-        except OSError as e:
-            raise NsysH2DError(f"{baseline}: cannot read baseline ({e.strerror})", EXIT_BAD_INPUT) from None
-        except ValueError:
-            raise NsysH2DError(f"{baseline}: not a baseline file (invalid JSON)", EXIT_BAD_INPUT) from None
-        if not isinstance(base, dict) or base.get("nsysh2d_baseline") != 1:
-            raise NsysH2DError(f"{baseline}: not a baseline written by 'nsysh2d baseline'", EXIT_BAD_INPUT)
-    rules = Rules(max_long_calls=max_long_calls, count=count, max_blocked_per_step_ns=max_blocked_per_step,
-                  kinds=kinds, tolerance=tol_f)
-    opts = Options(min_ns=min_duration, direction=direction, top=20, step_pattern=step_pattern)
-    verdicts = []
-    for path in reports:
-        rep = _analyze_one(path, opts, nsys_path, no_cache)
-        verdicts.append(verdict_dict(rep, do_gate(rep, rules, base)))
-    passed = all(v["passed"] for v in verdicts)
-    from .cachedir import atomic_write
-
-    if junit_path:
-        atomic_write(junit_path, junit(verdicts))
-    if summary_path:
-        with open(summary_path, "a") as f:  # GitHub's step summary is appended to
-            f.write(summary_markdown(verdicts))
-    if os.environ.get("GITHUB_ACTIONS") == "true":
-        click.echo(github_annotations(verdicts), nl=False)
-    if fmt == "json":
-        click.echo(to_json({"nsysh2d": __version__, "passed": passed, "verdicts": verdicts}), nl=False)
-    elif fmt == "markdown":
-        click.echo(summary_markdown(verdicts), nl=False)
-    else:
-        from .render.ci import offender_line
-
-        for v in verdicts:
-            click.echo(f"{'PASS' if v['passed'] else 'FAIL'}  {v['path']}")
-            for r in v["rules"]:
-                click.echo(f"  [{'pass' if r['passed'] else 'FAIL'}] {r['name']}: {r['message']}")
-                for o in r["offenders"][:10]:
-                    click.echo(f"      {offender_line(o)}")
-    return 0 if passed else 1
+    given = dict(max_long_calls=max_long_calls, count=count, min_duration=min_duration, kinds=tuple(kinds),
+                 max_blocked_per_step=max_blocked_per_step, direction=direction, baseline=baseline,
+                 tolerance=tolerance, step_pattern=step_pattern)
+    explicit = {k for k in given if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE}
+    settings = GateSettings.resolve(given, explicit, conf, conf_path)
+    result = run_gate(reports, settings, lambda p, opts: analyze_one(p, opts, nsys_path, not no_cache))
+    emit(gate_files(result, junit_path, summary_path, os.environ.get("GITHUB_ACTIONS") == "true"))
+    emit(gate_output(fmt, result))
+    return 0 if result.passed else 1
 
 
 # ----------------------------------------------------------------------------------------- baseline
 @main.command()
 @click.argument("report", type=click.Path(dir_okay=True))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Baseline JSON to write.")
-@click.option("--min-duration", default="100us", show_default=True, callback=_duration)
+@click.option("--min-duration", default="100us", show_default=True, callback=duration)
 @click.option("--direction", type=click.Choice(DIRECTIONS), default="h2d", show_default=True)
 @click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True)
 @click.option("--nsys", "nsys_path")
 @click.option("--no-cache", is_flag=True)
 def baseline(report, output, min_duration, direction, step_pattern, nsys_path, no_cache):
     """Store a trace's findings (per call site, kind, class; steps) for `gate --baseline`."""
-    from .units import Options
-    from .cachedir import atomic_write
-    from .compare import baseline_from
-    from .render import to_json
+    from .analyses.gate import baseline_from
+    from .analyses.options import Options
+    from .present import to_json
+    from .run import analyze_one, atomic_write
 
-    rep = _analyze_one(report, Options(min_ns=min_duration, direction=direction, step_pattern=step_pattern),
-                       nsys_path, no_cache)
+    rep = analyze_one(report, Options(min_ns=min_duration, direction=direction, step_pattern=step_pattern),
+                      nsys_path, not no_cache)
     atomic_write(output, to_json(baseline_from(rep)))
-    click.echo(f"wrote {output}: {rep['totals']['blocking_calls']} long-blocking copies at "
-               f"{sum(1 for s in rep['by_site'] if s['blocking_calls'])} call site(s)")
+    sites = sum(1 for s in rep.groups["site"] if s["blocking_calls"])
+    click.echo(f"wrote {output}: {rep.totals.blocking_calls} long-blocking copies at {sites} call site(s)")
     return 0
 
 
@@ -480,39 +259,16 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
       nsysh2d profile --no-variants --sample none --cudabacktrace none workloads/h2d_sweep.py
       nsysh2d threshold nsysh2d-out/h2d_sweep.sqlite --plot threshold.png
     """
-    from .analysis import Analysis, format_bytes
-    from .render import Column, Section, render_sections, to_json
-    from .threshold import plot, sweep_rows, thresholds
+    from .analyses.threshold import plot, threshold_report
+    from .present import threshold_output
 
-    a = Analysis.open(sweep, nsys=nsys_path)
-    try:
-        result = thresholds(sweep_rows(a))
-    finally:
-        a.close()
+    result = threshold_report(sweep, nsys=nsys_path)
     if plot_path:
         try:
             plot(result, plot_path, title=sweep)
         except ImportError:
             raise NsysH2DError("--plot needs matplotlib: pip install 'nsysh2d[plot]'", EXIT_BAD_INPUT) from None
-    if fmt == "json":
-        _emit(to_json({"nsysh2d": __version__, "path": sweep, "thresholds": result}), output)
-        return 0
-    rows = []
-    for r in result:
-        sp = r["spread_bytes"]
-        never = "no backlog to wait for" if r["undetermined"] else "never waits"
-        rows.append({**r, "threshold": format_bytes(r["threshold_bytes"]) if r["threshold_bytes"] else never,
-                     "below": format_bytes(r["below_bytes"]) if r["below_bytes"] else "-",
-                     "spread": f"{format_bytes(sp[0])} .. {format_bytes(sp[1])}" if sp else "-",
-                     "ratio": f"{r['blocked_over_backlog']:.2f}" if r["blocked_over_backlog"] else "-",
-                     "backlog": f"{r['backlog_us'] / 1000:g} ms"})
-    sec = Section("payload threshold per series", [
-        Column("variant", "variant"), Column("backlog", "backlog"), Column("inflight", "in flight", "int"),
-        Column("below", "largest not waiting"), Column("threshold", "threshold (waits from)"),
-        Column("spread", "spread over repeats"), Column("ratio", "host / backlog when waiting")], rows,
-        note="waits: the call took at least half of the GPU backlog measured at the call; threshold: smallest "
-             "payload from which on most repeats wait; repeats with no backlog left at the call cannot tell.")
-    _emit(render_sections(fmt, [sec], sweep), output)
+    emit(threshold_output(fmt, result, sweep), output)
     return 0
 
 
@@ -520,24 +276,11 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
 @main.command("cache-clear")
 def cache_clear():
     """Delete nsysh2d's cache folder (analysis results, exports of .nsys-rep files)."""
-    from .cache import clear
-    from .cachedir import cache_root
+    from .run import cache_root, clear_cache
 
-    n = clear()
+    n = clear_cache()
     click.echo(f"removed {n} cached file(s) from {cache_root()}")
     return 0
-
-
-def _combined(reps):
-    from .render import Column, Section
-
-    rows = [{"path": r["path"], **{k: r["totals"][k] for k in ("calls", "long_calls", "blocking_calls", "long_ns")},
-             "steps": r["steps"]["steps"]} for r in reps]
-    total = {"path": "(all)", **{k: sum(r[k] for r in rows) for k in ("calls", "long_calls", "blocking_calls",
-                                                                          "long_ns", "steps")}}
-    return Section("combined", [Column("path", "report"), Column("calls", "calls", "int"),
-                                Column("long_calls", "long", "int"), Column("blocking_calls", "blocking", "int"),
-                                Column("long_ns", "long time", "ns"), Column("steps", "steps", "int")], rows + [total])
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import (
+    EXIT_BAD_INPUT,
     EXIT_EXPORT_FAILED,
     EXIT_NSYS_MISSING,
     EXIT_OUTPUT_UNWRITABLE,
@@ -215,3 +216,59 @@ def capture(nsys: str, outdir: Path, label: str, target: list[str], opts: Captur
         raise NsysH2DError(f"{label}: nsys export failed (exit {rc}; log: {log}); report kept at {rep}",
                            EXIT_EXPORT_FAILED)
     return CaptureResult(label, str(rep), str(sqlite_out), str(log))
+
+
+def profile_targets(target: list[str], *, output_dir, name, variants, no_variants, nsys_path, trace, cudabacktrace,
+                    sample, python_backtrace, nsys_args, export_args, importer_lib, python_exe, dry_run,
+                    echo) -> int:
+    """`nsysh2d profile`: each variant of a workload (or the command) captured and exported. echo(text,
+    err=False) prints."""
+    parts = list(target)
+    if parts and parts[0] == "--":
+        parts = parts[1:]
+    if not parts:
+        raise NsysH2DError("nothing to profile: give WORKLOAD.py or -- COMMAND", EXIT_BAD_INPUT)
+    is_script = parts[0].endswith(".py")
+    if is_script:
+        script, rest = parts[0], parts[1:]
+        if rest and rest[0] == "--":
+            rest = rest[1:]
+        if not os.path.isfile(script):
+            raise NsysH2DError(f"{script}: no such workload file", EXIT_BAD_INPUT)
+        base_cmd = [python_exe, os.path.abspath(script), *rest]
+        label = name or Path(script).stem
+        found = [] if no_variants else (variants.split(",") if variants else workload_variants(script))
+    else:
+        base_cmd, label = parts, name or Path(parts[0]).name
+        found = [] if (no_variants or not variants) else variants.split(",")
+    opts = CaptureOptions(
+        trace=trace, cudabacktrace=None if cudabacktrace in ("none", "") else cudabacktrace,
+        sample=sample, python_backtrace=python_backtrace, extra=list(nsys_args),
+        export_extra=list(export_args))
+    runs = [(f"{label}-{v}", [*base_cmd, "--variant", v]) for v in found] or [(label, base_cmd)]
+    if dry_run:
+        exe = nsys_path or os.environ.get("NSYS") or "nsys"
+        for lab, cmd in runs:
+            echo(" ".join(profile_command(exe, str(Path(output_dir) / lab), cmd, opts)))
+            echo(" ".join(export_command(exe, str(Path(output_dir) / f"{lab}.nsys-rep"),
+                                                        str(Path(output_dir) / f"{lab}.sqlite"), opts.export_args())))
+        return 0
+    exe = find_nsys(nsys_path)
+    echo(f"nsys: {exe}", err=True)
+    out = Path(output_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise NsysH2DError(f"{out}: cannot create output folder ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
+    written = []
+    for i, (lab, cmd) in enumerate(runs, 1):
+        echo(f"[{i}/{len(runs)}] capturing {lab}", err=True)
+        res = capture(exe, out, lab, cmd, opts, importer_lib=importer_lib,
+                              echo=lambda s: echo(s, err=True))
+        written.append(res.sqlite)
+        echo(f"wrote {res.sqlite} (report {res.report}, log {res.log})")
+    if len(written) == 2:
+        echo(f"next: nsysh2d compare {written[0]} {written[1]}")
+    else:
+        echo(f"next: nsysh2d analyze {' '.join(written)}")
+    return 0

@@ -1,15 +1,9 @@
-"""Options, units and formatting: light enough for the warm (cached) path, which loads no DuckDB."""
+"""Units and formatting: light enough for the warm (cached) path, which loads no DuckDB."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from .errors import BadInput
-
-DIRECTIONS = ("h2d", "d2h", "all")
-GROUPS = ("kind", "site", "class", "nvtx", "stream")
-DEFAULT_MIN_NS = 100_000
-DEFAULT_STEP_PATTERN = r"^step\b"
 
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
@@ -20,6 +14,15 @@ def parse_duration(text: str) -> int:
     if not m:
         raise BadInput(f"bad duration {text!r}: use a number with ns, us or ms (e.g. 100us)")
     return int(round(float(m.group(1)) * _UNITS[m.group(2) or "ns"]))
+
+
+def parse_fraction(text) -> float:
+    """'10%' or '0.1' -> 0.1."""
+    t = str(text).strip()
+    try:
+        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise BadInput(f"bad --tolerance {text!r}: use e.g. 10% or 0.1") from None
 
 
 def format_ns(ns) -> str:
@@ -44,11 +47,3 @@ def format_bytes(n) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
-
-
-@dataclass
-class Options:
-    min_ns: int = DEFAULT_MIN_NS
-    direction: str = "h2d"
-    top: int = 10
-    step_pattern: str = DEFAULT_STEP_PATTERN

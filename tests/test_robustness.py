@@ -182,7 +182,7 @@ def test_parallel_read_splits_lose_no_row(monkeypatch, key):
     # compresses each part on its own: boundaries must lose or repeat no row. With --cudabacktrace a
     # call has several runtime rows, which a boundary can split (at 7 parts it splits 2 of them;
     # copies_fold.sql joins them again).
-    from nsysh2d import ingest
+    from nsysh2d.source import ingest
     from nsysh2d.analysis import Analysis, Options
 
     def report(parts):
@@ -203,7 +203,7 @@ def test_parallel_read_splits_lose_no_row(monkeypatch, key):
 def test_loop_joins_are_off():
     # Arrow parts give DuckDB's planner no row counts; with its default thresholds it turned the
     # NVTX ASOF join into a quadratic nested loop (17 s on 100 k calls). trace.py sets them to 0.
-    from nsysh2d.trace import Trace
+    from nsysh2d.source.trace import Trace
 
     with Trace.open(str(REAL)) as t:
         got = t.con.execute("SELECT current_setting('asof_loop_join_threshold'), "

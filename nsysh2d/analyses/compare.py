@@ -1,0 +1,92 @@
+"""Before/after comparison of two reports: figures side by side per kind, class, call site and NVTX
+range, with deltas, and what disappeared or appeared. A typed result (Comparison) with to_json()."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import BadInput
+from .options import COMPARED_GROUPS
+
+ROW_KEYS = {"kind": ("by_kind", lambda r: f"{r['src_kind']} -> {r['dst_kind']}"),
+          "class": ("by_class", lambda r: r["group"]),
+          "site": ("by_site", lambda r: r["group"]),
+          "nvtx": ("by_nvtx", lambda r: r["group"])}
+FIGURES = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "p50_ns", "p99_ns", "max_ns", "bytes")
+
+
+def _per_step(value, steps):
+    return value / steps if steps and value is not None else None
+
+
+@dataclass
+class Comparison:
+    doc: dict   # the JSON contract's "compare" object: before, after, per_step, totals, by_*, ...
+
+    def to_json(self) -> dict:
+        return self.doc
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Comparison":
+        return cls(d)
+
+    def __getitem__(self, key):
+        return self.doc[key]
+
+    def get(self, key, default=None):
+        return self.doc.get(key, default)
+
+
+def compare(before_report, after_report) -> Comparison:
+    """Side-by-side figures per kind, class, call site and NVTX range, with deltas and what
+    disappeared (blocking before, not after) or appeared (blocking after, not before)."""
+    before, after = before_report.to_json(), after_report.to_json()
+    sb, sa = before["steps"]["steps"], after["steps"]["steps"]
+    per_step = bool(sb and sa)
+    out = {"before": _meta(before), "after": _meta(after), "per_step": per_step,
+           "min_duration_ns": after["min_duration_ns"], "direction": after["direction"]}
+    if before["min_duration_ns"] != after["min_duration_ns"] or before["direction"] != after["direction"]:
+        raise BadInput("the two reports were analyzed with different --min-duration/--direction")
+    out["totals"] = _pair(before["totals"], after["totals"], sb, sa,
+                          keys=("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes"))
+    disappeared, appeared = [], []
+    for g in COMPARED_GROUPS:
+        field_name, keyf = ROW_KEYS[g]
+        if field_name not in before or field_name not in after:
+            continue
+        b = {keyf(r): r for r in before[field_name]}
+        a = {keyf(r): r for r in after[field_name]}
+        rows = []
+        for key in list(b) + [k for k in a if k not in b]:
+            rb, ra = b.get(key, {}), a.get(key, {})
+            row = {"key": key, **_pair(rb, ra, sb, sa)}
+            was, now = rb.get("blocking_calls", 0) or 0, ra.get("blocking_calls", 0) or 0
+            row["status"] = ("gone" if was and not now else "new" if now and not was else
+                             "absent before" if not rb else "absent after" if not ra else
+                             "changed" if (was, rb.get("blocking_ns")) != (now, ra.get("blocking_ns")) else "same")
+            if g in ("site", "kind") and row["status"] == "gone":
+                disappeared.append({"group": g, "key": key, "blocking_calls_before": was})
+            if g in ("site", "kind") and row["status"] == "new":
+                appeared.append({"group": g, "key": key, "blocking_calls_after": now})
+            rows.append(row)
+        out[f"by_{g}"] = rows
+    out["disappeared"], out["appeared"] = disappeared, appeared
+    return Comparison(out)
+
+
+def _meta(rep):
+    return {"path": rep["path"], "nsys_version": rep.get("nsys_version"), "steps": rep["steps"]["steps"]}
+
+
+def _pair(rb: dict, ra: dict, sb, sa, keys=FIGURES) -> dict:
+    row = {}
+    for k in keys:
+        vb, va = rb.get(k), ra.get(k)
+        row[f"{k}_before"], row[f"{k}_after"] = vb, va
+        row[f"{k}_delta"] = (va or 0) - (vb or 0) if (vb is not None or va is not None) else None
+    for k in ("long_ns", "blocking_ns", "blocking_calls"):
+        if k in keys:
+            row[f"{k}_per_step_before"] = _per_step(rb.get(k), sb)
+            row[f"{k}_per_step_after"] = _per_step(ra.get(k), sa)
+    return row
+
+

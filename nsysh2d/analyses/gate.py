@@ -1,0 +1,207 @@
+"""The CI gate: rules over a Report (and a stored baseline), a verdict per report.
+
+Settings come from the command line, then [tool.nsysh2d.gate] of pyproject.toml (GateSettings.resolve);
+a Baseline is made from a Report and read back with validation, so a gate against a baseline never
+needs the baseline's trace.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from ..errors import EXIT_BAD_INPUT, BadInput, NsysH2DError
+from ..units import parse_duration, parse_fraction
+from .options import DEFAULT_STEP_PATTERN, DIRECTIONS, Options
+
+
+@dataclass
+class Rules:
+    max_long_calls: int = 0
+    count: str = "blocking"            # blocking | long
+    max_blocked_per_step_ns: int | None = None
+    kinds: tuple[str, ...] = ()        # source memory kinds (file labels) the rules look at; empty: all
+    tolerance: float = 0.10            # baseline growth allowed (fraction)
+
+    # The report fields and wording the rules use for what they count.
+    @property
+    def count_key(self) -> str:
+        return "blocking_calls" if self.count == "blocking" else "long_calls"
+
+    @property
+    def time_key(self) -> str:
+        return "blocking_ns" if self.count == "blocking" else "long_ns"
+
+    @property
+    def what(self) -> str:
+        return "long-blocking" if self.count == "blocking" else "long"
+
+
+@dataclass
+class RuleResult:
+    name: str
+    passed: bool
+    message: str
+    offenders: list[dict] = field(default_factory=list)
+
+
+def _kind_ok(kind, rules: Rules) -> bool:
+    return not rules.kinds or kind in rules.kinds
+
+
+def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
+    count_key, what = rules.count_key, rules.what
+    results = []
+    kinds = [r for r in rep["by_kind"] if _kind_ok(r["src_kind"], rules)]
+    n = sum(r[count_key] for r in kinds)
+    offenders = [t for t in rep["top"] if _kind_ok(t["src_kind"], rules)
+                 and (t["waited_for_gpu"] or rules.count == "long")]
+    scope = f" from {'/'.join(rules.kinds)} memory" if rules.kinds else ""
+    results.append(RuleResult(
+        "max-long-calls", n <= rules.max_long_calls,
+        f"{n} {what} {rep['direction']} copies{scope} (>= {rep['min_duration_ns'] / 1000:g} us host time); "
+        f"allowed {rules.max_long_calls}", offenders if n > rules.max_long_calls else []))
+    if rules.max_blocked_per_step_ns is not None:
+        steps = rep["steps"]["steps"]
+        blocked = sum(r[rules.time_key] for r in kinds)
+        if not steps:
+            results.append(RuleResult("max-blocked-per-step", False,
+                                      f"no NVTX step ranges matching {rep['steps']['pattern']!r}: cannot compute "
+                                      "a per-step figure (use --step-pattern)"))
+        else:
+            per = blocked / steps
+            results.append(RuleResult(
+                "max-blocked-per-step", per <= rules.max_blocked_per_step_ns,
+                f"{per / 1e6:.3f} ms host time in {what} copies per step over {steps} steps; allowed "
+                f"{rules.max_blocked_per_step_ns / 1e6:.3f} ms", offenders if per > rules.max_blocked_per_step_ns else []))
+    if baseline is not None:
+        results += _against_baseline(rep, baseline, rules)
+    return results
+
+
+def _against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
+    what, key, t_key = rules.what, rules.count_key, rules.time_key
+    if baseline.get("min_duration_ns") != rep["min_duration_ns"] or baseline.get("direction") != rep["direction"]:
+        raise BadInput("baseline was made with a different --min-duration/--direction; remake it")
+    base_sites = {r["group"]: r for r in baseline.get("by_site", [])}
+    now_sites = {r["group"]: r for r in rep.get("by_site", []) if r[key]}
+    new = [s for s in now_sites if not (base_sites.get(s, {}).get(key))]
+    res = [RuleResult("no-new-sites", not new,
+                      f"{len(new)} call site(s) with {key.replace('_', ' ')} not in the baseline"
+                      + (": " + "; ".join(new) if new else ""),
+                      [{"site": s, key: now_sites[s][key], "long_ns": now_sites[s]["long_ns"]} for s in new])]
+    sb, sn = baseline.get("steps", {}).get("steps"), rep["steps"]["steps"]
+    grown = []
+    for s, r in now_sites.items():
+        b = base_sites.get(s)
+        if not b or not b.get(key):
+            continue
+        before = b[t_key] / sb if sb and sn else b[t_key]
+        now = r[t_key] / sn if sb and sn else r[t_key]
+        if now > before * (1 + rules.tolerance):
+            grown.append({"site": s, "before_ns": before, "now_ns": now})
+    unit = "per step" if sb and sn else "in total"
+    res.append(RuleResult("no-growth", not grown,
+                          f"{len(grown)} call site(s) whose {what} copy time {unit} grew more than "
+                          f"{rules.tolerance * 100:g}% over the baseline", grown))
+    return res
+
+
+def baseline_from(report) -> dict:
+    """The findings a baseline keeps of a Report (the baseline file's JSON)."""
+    rep = report.to_json()
+    keep = ("path", "nsys_version", "schema_version", "direction", "min_duration_ns", "steps", "totals",
+            "by_kind", "by_site", "by_class")
+    return {"nsysh2d_baseline": 1, **{k: rep[k] for k in keep if k in rep}}
+
+@dataclass
+class Verdict:
+    path: str
+    rules: list[RuleResult]
+
+    @property
+    def passed(self) -> bool:
+        return all(r.passed for r in self.rules)
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "passed": self.passed, "rules": [asdict(r) for r in self.rules]}
+
+
+@dataclass
+class GateResult:
+    verdicts: list[Verdict]
+
+    @property
+    def passed(self) -> bool:
+        return all(v.passed for v in self.verdicts)
+
+    def to_json(self) -> dict:
+        return {"passed": self.passed, "verdicts": [v.to_json() for v in self.verdicts]}
+
+
+# ------------------------------------------------------------------------------------ settings
+@dataclass
+class GateSettings:
+    """Every gate setting, with its command-line default; `resolve` applies [tool.nsysh2d.gate]."""
+    max_long_calls: int = 0
+    count: str = "blocking"
+    min_duration: int = 100_000
+    max_blocked_per_step: int | None = None
+    kinds: tuple = ()
+    direction: str = "h2d"
+    baseline: str | None = None
+    tolerance: str = "10%"
+    step_pattern: str = DEFAULT_STEP_PATTERN
+
+    CONVERT = {"max_long_calls": int, "count": str, "min_duration": parse_duration,
+               "max_blocked_per_step": parse_duration, "direction": str, "baseline": str, "tolerance": str,
+               "step_pattern": str, "kinds": lambda v: tuple([v] if isinstance(v, str) else v)}
+
+    @classmethod
+    def resolve(cls, given: dict, from_command_line: set, conf: dict, conf_path) -> "GateSettings":
+        """`given`: the command's values; a key of `conf` (pyproject, dashed names) wins unless the
+        command line set that setting."""
+        values = dict(given)
+        for name, convert in cls.CONVERT.items():
+            key = name.replace("_", "-")
+            if name not in from_command_line and key in conf:
+                try:
+                    values[name] = convert(conf[key])
+                except (TypeError, ValueError, NsysH2DError) as e:
+                    raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {conf[key]!r} ({e})") from None
+        s = cls(**{k: v for k, v in values.items() if k in cls.CONVERT})
+        if s.count not in ("blocking", "long") or s.direction not in DIRECTIONS:
+            raise NsysH2DError("bad count/direction setting", EXIT_BAD_INPUT)
+        return s
+
+    def rules(self) -> Rules:
+        return Rules(max_long_calls=self.max_long_calls, count=self.count,
+                     max_blocked_per_step_ns=self.max_blocked_per_step, kinds=tuple(self.kinds),
+                     tolerance=parse_fraction(self.tolerance))
+
+    def options(self) -> Options:
+        return Options(min_ns=self.min_duration, direction=self.direction, top=20, step_pattern=self.step_pattern)
+
+
+def read_baseline(path: str | None) -> dict | None:
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            base = json.load(f)
+    except OSError as e:
+        raise NsysH2DError(f"{path}: cannot read baseline ({e.strerror})", EXIT_BAD_INPUT) from None
+    except ValueError:
+        raise NsysH2DError(f"{path}: not a baseline file (invalid JSON)", EXIT_BAD_INPUT) from None
+    if not isinstance(base, dict) or base.get("nsysh2d_baseline") != 1:
+        raise NsysH2DError(f"{path}: not a baseline written by 'nsysh2d baseline'", EXIT_BAD_INPUT)
+    return base
+
+
+def run_gate(reports, settings: GateSettings, analyze_one) -> GateResult:
+    """A verdict per report path; analyze_one(path, Options) -> Report."""
+    rules, base, opts = settings.rules(), read_baseline(settings.baseline), settings.options()
+    verdicts = []
+    for path in reports:
+        rep = analyze_one(path, opts)
+        verdicts.append(Verdict(rep.path, gate(rep.to_json(), rules, base)))
+    return GateResult(verdicts)

@@ -1,0 +1,116 @@
+"""Long-blocking copies of one trace: totals, figures per grouping, the longest calls (the analyze report).
+
+A typed result (Report) with to_json()/from_json(): the JSON contract of `analyze --format json`, the
+cache payload and the source of a baseline. Per-step figures are derived in one place (Steps.per_step).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+from .options import API_GROUPS, Options, check_grouping
+
+TOTAL_KEYS = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes")
+
+
+@dataclass
+class Steps:
+    pattern: str
+    steps: int
+    step_ns: int
+
+    def per_step(self, value):
+        return value / self.steps if self.steps and value is not None else None
+
+
+@dataclass
+class Totals:
+    calls: int
+    long_calls: int
+    blocking_calls: int
+    long_ns: int
+    blocking_ns: int
+    bytes: int
+    long_ns_per_step: float | None = None
+    blocking_ns_per_step: float | None = None
+    blocking_calls_per_step: float | None = None
+
+    @classmethod
+    def of(cls, kind_rows: list[dict], steps: Steps) -> "Totals":
+        sums = {k: int(sum(r[k] or 0 for r in kind_rows)) for k in TOTAL_KEYS}
+        return cls(**sums, long_ns_per_step=steps.per_step(sums["long_ns"]),
+                   blocking_ns_per_step=steps.per_step(sums["blocking_ns"]),
+                   blocking_calls_per_step=steps.per_step(sums["blocking_calls"]))
+
+
+@dataclass
+class Report:
+    path: str
+    nsys_version: str | None
+    schema_version: str | None
+    gpu: str | None
+    direction: str
+    min_duration_ns: int
+    steps: Steps
+    totals: Totals
+    by_kind: list[dict]
+    groups: dict[str, list[dict]]      # grouping -> rows (the JSON's by_site, by_class, ...)
+    top: list[dict]
+    warnings: list[str] = field(default_factory=list)
+
+    def group(self, by: str) -> list[dict]:
+        return self.by_kind if by == "kind" else self.groups[by]
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "nsys_version": self.nsys_version, "schema_version": self.schema_version,
+                "gpu": self.gpu, "direction": self.direction, "min_duration_ns": self.min_duration_ns,
+                "steps": vars(self.steps).copy(), "totals": vars(self.totals).copy(), "by_kind": self.by_kind,
+                **{f"by_{g}": rows for g, rows in self.groups.items()},
+                "top": self.top, "warnings": self.warnings}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Report":
+        """Raises KeyError/TypeError/AttributeError on a document of another shape."""
+        known = {f.name for f in fields(cls)} - {"steps", "totals", "groups"}
+        groups = {k[3:]: v for k, v in d.items() if k.startswith("by_") and k != "by_kind"}
+        if not all(isinstance(v, list) for v in [d["by_kind"], d["top"], *groups.values()]):
+            raise TypeError("rows are not lists")
+        return cls(**{k: d[k] for k in known}, steps=Steps(**d["steps"]), totals=Totals(**d["totals"]),
+                   groups=groups)
+
+
+def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
+    """The report of one copy model with these options."""
+    opts.check()
+    kinds = group_rows(model, "kind", opts)
+    row = model.rows("analyses/steps", {"pattern": opts.step_pattern})[0]
+    steps = Steps(opts.step_pattern, row["steps"], row["step_ns"])
+    meta = model.meta
+    return Report(path=model.path, nsys_version=meta.get("nsys_version"), schema_version=meta.get("schema_version"),
+                  gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
+                  totals=Totals.of(kinds, steps), by_kind=kinds,
+                  groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
+                  warnings=model.warnings)
+
+
+def group_rows(model, by: str, opts: Options) -> list[dict]:
+    """Figures per group (analyses/summary.sql); every grouping comes from one pass, kept per options."""
+    check_grouping(by)
+    opts.check()
+    cache = model.__dict__.setdefault("_summaries", {})
+    key = (opts.min_ns, opts.direction, opts.top)
+    if key not in cache:
+        model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
+        from ..model.pipeline import stage
+        with stage("summaries"):
+            cache[key] = model.rows("analyses/summary", opts.params())
+    drop = ("by", "group") if by == "kind" else ("by", "src_kind", "dst_kind")
+    return [{k: v for k, v in r.items() if k not in drop} for r in cache[key] if r["by"] == by]
+
+
+def top_rows(model, opts: Options) -> list[dict]:
+    """The longest calls with everything that explains them (analyses/top.sql)."""
+    opts.check()
+    model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
+    from ..model.pipeline import stage
+    with stage("top calls"):
+        return model.rows("analyses/top", opts.params(limit=opts.top))

@@ -1,0 +1,46 @@
+"""The vocabulary every layer shares: directions, groupings, the analysis options. Light: the CLI and
+the warm (cached) path import it without DuckDB."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ..errors import BadInput
+
+DIRECTIONS = ("h2d", "d2h", "all")
+# Every grouping, with its title in tables; the first is the default of `analyze --by`.
+GROUPINGS = {"kind": "memory kind", "site": "call site", "class": "source class", "nvtx": "NVTX range",
+             "stream": "stream"}
+GROUPS = tuple(GROUPINGS)
+REPORT_GROUPS = ("site", "class", "nvtx", "stream")   # what a CLI report (and its cache entry) carries
+API_GROUPS = ("site", "class", "nvtx")                # Analysis.report's default
+COMPARED_GROUPS = ("kind", "class", "site", "nvtx")   # what compare sets side by side
+DEFAULT_MIN_NS = 100_000
+DEFAULT_STEP_PATTERN = r"^step\b"
+
+
+@dataclass
+class Options:
+    min_ns: int = DEFAULT_MIN_NS
+    direction: str = "h2d"
+    top: int = 10
+    step_pattern: str = DEFAULT_STEP_PATTERN
+
+    def check(self) -> "Options":
+        if self.direction not in DIRECTIONS:
+            raise BadInput(f"bad direction {self.direction!r}: use one of {', '.join(DIRECTIONS)}")
+        try:
+            re.compile(self.step_pattern)
+        except re.error as e:
+            raise BadInput(f"bad --step-pattern {self.step_pattern!r}: {e}") from None
+        return self
+
+    def params(self, **extra) -> dict:
+        """The $parameters of the analyses' queries."""
+        return {"min_ns": self.min_ns, "direction": self.direction, **extra}
+
+
+def check_grouping(by: str) -> str:
+    if by not in GROUPS:
+        raise BadInput(f"bad grouping {by!r}: use one of {', '.join(GROUPS)}")
+    return by

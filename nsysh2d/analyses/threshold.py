@@ -1,0 +1,107 @@
+"""Payload threshold of blocking H2D copies, from a workloads/h2d_sweep.py trace.
+
+For each series (source variant x GPU backlog x copies in flight) the threshold is the smallest
+payload from which on the call waits for the backlog in most repeats; the spread is the range of
+the same figure taken per repeat, and `below` the largest payload under it that did not wait.
+"""
+from __future__ import annotations
+
+import statistics
+
+import polars as pl
+
+from ..errors import BadInput
+
+
+def sweep_rows(model) -> pl.DataFrame:
+    model.ensure_backlog()  # every call: `waited` needs each one's backlog
+    df = model.trace.sql("analyses/sweep")
+    if df.height == 0:
+        raise BadInput(f"{model.path}: no NVTX ranges named 'h2d variant=... bytes=... backlog_us=...' "
+                       "(capture workloads/h2d_sweep.py under nsysh2d profile)")
+    return df
+
+
+def _first_from(sizes_waited: list[tuple[int, bool | None]]) -> int | None:
+    """Smallest size such that it and every larger size waited (sizes that cannot tell are skipped)."""
+    first = None
+    for size, waited in sorted(sizes_waited, key=lambda x: x[0], reverse=True):
+        if waited is None:
+            continue
+        if not waited:
+            break
+        first = size
+    return first
+
+
+def threshold_report(path: str, nsys: str | None = None) -> list[dict]:
+    """The thresholds of one sweep trace (rows of the `threshold --format json` contract)."""
+    from ..model import CopyModel
+
+    model = CopyModel.open(path, nsys=nsys)
+    try:
+        return thresholds(sweep_rows(model))
+    finally:
+        model.close()
+
+
+def thresholds(rows: pl.DataFrame) -> list[dict]:
+    out = []
+    for (variant, backlog_us, inflight), g in rows.group_by(["variant", "backlog_us", "inflight"], maintain_order=True):
+        per_size = g.group_by("payload").agg(
+            pl.col("waited").mean().alias("share"), pl.col("host_ns").median().alias("host_ns"),
+            pl.col("backlog_ns").median().alias("backlog_ns")).sort("payload")
+        th = _first_from([(r["payload"], None if r["share"] is None else r["share"] > 0.5)
+                          for r in per_size.iter_rows(named=True)])
+        per_rep = []
+        for _rep, rg in g.group_by("rep"):
+            t = _first_from([(r["payload"], r["waited"]) for r in rg.iter_rows(named=True)])
+            if t is not None:
+                per_rep.append(t)
+        below = None
+        if th is not None:
+            smaller = [r["payload"] for r in per_size.iter_rows(named=True) if r["payload"] < th]
+            below = max(smaller) if smaller else None
+        waited_rows = per_size.filter(pl.col("payload") >= th) if th is not None else per_size.head(0)
+        if g["waited"].null_count() == g.height:
+            th, below, per_rep = None, None, []
+        out.append({
+            "undetermined": bool(g["waited"].null_count() == g.height),
+            "variant": variant, "backlog_us": backlog_us, "inflight": inflight,
+            "threshold_bytes": th, "below_bytes": below,
+            "spread_bytes": [min(per_rep), max(per_rep)] if per_rep else None,
+            "repeats": g["rep"].n_unique(), "repeats_with_threshold": len(per_rep),
+            "sizes": per_size["payload"].to_list(),
+            "median_host_ns": [int(x) for x in per_size["host_ns"].to_list()],
+            "blocked_over_backlog": (statistics.median(
+                [h / b for h, b in zip(waited_rows["host_ns"].to_list(), waited_rows["backlog_ns"].to_list()) if b])
+                if waited_rows.height else None),
+        })
+    return out
+
+
+def plot(result: list[dict], path: str, title: str = "") -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    series = sorted({(r["backlog_us"], r["inflight"]) for r in result})
+    fig, axes = plt.subplots(1, len(series), figsize=(4.2 * len(series), 3.8), sharey=True, squeeze=False)
+    for ax, (backlog, inflight) in zip(axes[0], series):
+        for r in result:
+            if (r["backlog_us"], r["inflight"]) != (backlog, inflight):
+                continue
+            ax.plot(r["sizes"], [h / 1e6 for h in r["median_host_ns"]], marker="o", ms=3, label=r["variant"])
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(f"backlog {backlog / 1000:g} ms, {inflight} in flight", fontsize=9)
+        ax.set_xlabel("payload per copy (bytes)")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0][0].set_ylabel("host time per call (ms, median)")
+    axes[0][-1].legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -1,0 +1,96 @@
+"""The click plumbing of the CLI: every error as one line and a documented exit code, option bundles
+shared by several commands, output to stdout or a file."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .analyses.options import DEFAULT_STEP_PATTERN, DIRECTIONS
+from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
+
+FORMATS = ["table", "json", "csv", "markdown"]
+
+
+def fail(message: str, code: int) -> None:
+    click.echo(f"nsysh2d: error: {message}", err=True)
+    sys.exit(code)
+
+
+class Group(click.Group):
+    """Turns every error into one line on stderr and a documented exit code."""
+
+    def main(self, *args, **kwargs):
+        kwargs["standalone_mode"] = False
+        try:
+            rv = super().main(*args, **kwargs)
+            sys.exit(rv if isinstance(rv, int) else 0)
+        except NsysH2DError as e:
+            fail(str(e), e.exit_code)
+        except click.exceptions.Abort:
+            fail("aborted", 130)
+        except click.ClickException as e:
+            # Usage errors: click's own one-line message, our exit code for bad input.
+            msg = e.format_message()
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+            fail(msg + hint, EXIT_BAD_INPUT)
+        except click.exceptions.Exit as e:
+            sys.exit(e.exit_code)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+        except BrokenPipeError:
+            sys.exit(0)
+        except OSError as e:
+            fail(f"{getattr(e, 'filename', '') or ''}: {e.strerror or e}".lstrip(": "), EXIT_BAD_INPUT)
+        except Exception as e:  # a bug: say so in one line, keep the traceback behind a variable
+            if os.environ.get("NSYSH2D_DEBUG"):
+                raise
+            if type(e).__name__ == "OutOfMemoryException":
+                from .source.trace import memory_limit
+                fail(f"out of memory (DuckDB limit {memory_limit()}; raise it with "
+                      "NSYSH2D_MEMORY_LIMIT=4GB)", EXIT_INTERNAL)
+            fail(f"internal error: {type(e).__name__}: {e} (set NSYSH2D_DEBUG=1 for a traceback and "
+                  "please report it)", EXIT_INTERNAL)
+
+
+def duration(ctx, param, value):
+    from .units import parse_duration
+
+    try:
+        return parse_duration(value) if value is not None else None
+    except NsysH2DError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def emit(text: str, output: str | None = None) -> None:
+    if output:
+        from .run import write_output
+
+        write_output(output, text)
+    else:
+        click.echo(text, nl=False)
+
+
+def exit_code(errors) -> int:
+    return max(c for _p, _m, c in errors) if errors else 0
+
+
+common_report_options = [
+    click.option("--min-duration", default="100us", show_default=True, callback=duration,
+                 help="A call is long when its host-side duration is at least this (ns, us, ms)."),
+    click.option("--direction", type=click.Choice(DIRECTIONS), default="h2d", show_default=True,
+                 help="Which copies to report."),
+    click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
+    click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout."),
+    click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
+                 help="Regular expression naming the NVTX ranges that mark one step (per-step figures)."),
+    click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs."),
+]
+
+
+def report_options(f):
+    for opt in reversed(common_report_options):
+        f = opt(f)
+    return f

@@ -1,0 +1,63 @@
+"""Model layer: one row per copy call, attributed (call site, source class, NVTX range), with the GPU
+backlog behind it on demand. Built by the named steps of pipeline.py; analyses read `copies_x`."""
+from __future__ import annotations
+
+from ..source import Trace
+from . import pipeline
+
+
+class CopyModel:
+    """The copy calls of one opened trace (view copies_x), and the anomalies found building them."""
+
+    def __init__(self, trace: Trace):
+        self.trace = trace
+        self._backlog_asked: set = set()
+        pipeline.build(trace)
+        self.warnings = list(trace.warnings)
+        with pipeline.stage("anomalies"):
+            for what, n in trace.run("model/anomalies").fetchall():
+                if n:
+                    self.warnings.append(f"{n} {what}")
+
+    @classmethod
+    def open(cls, path: str, **kwargs) -> "CopyModel":
+        trace = Trace.open(path, **kwargs)
+        try:
+            return cls(trace)
+        except BaseException:
+            trace.close()
+            raise
+
+    def ensure_backlog(self, min_ns: int = 0, direction: str = "all", limit: int | None = None) -> None:
+        """The stream backlog of the calls a report with these options needs (model/backlog_probes.sql);
+        min_ns=0 and limit=None: of every call."""
+        if (min_ns, direction, limit) in self._backlog_asked:
+            return
+        self._backlog_asked.add((min_ns, direction, limit))
+        params = {"min_ns": min_ns, "direction": direction, "limit": limit}
+        first, *rest = pipeline.BACKLOG
+        pipeline.run_step(self.trace, first, params=params)
+        n = self.trace.con.execute("SELECT count(*) FROM probes").fetchone()[0]
+        if n:
+            with pipeline.stage(f"backlog of {n} calls"):
+                for step in rest:
+                    pipeline.run_step(self.trace, step)
+
+    def copies(self):
+        """Every copy call with its attribution and backlog, one row per API call (polars)."""
+        self.ensure_backlog()
+        return self.trace.con.execute("SELECT * FROM copies_x ORDER BY api_start").pl()
+
+    def rows(self, name: str, params: dict | None = None) -> list[dict]:
+        return self.trace.rows(name, params)
+
+    @property
+    def path(self) -> str:
+        return self.trace.path
+
+    @property
+    def meta(self) -> dict:
+        return self.trace.meta
+
+    def close(self) -> None:
+        self.trace.close()

@@ -1,0 +1,150 @@
+"""Where each copy comes from and what its source really was, from the trace's own evidence.
+
+Call site: the first frames of the user's program. Python frames (--python-backtrace=cuda, decoded
+from the NVTX extended payload) give `file:function`; otherwise the native stack (--cudabacktrace)
+gives the framework op and the Python binding that reached it. Signatures leave out line numbers
+and folders above the file's parent, so the same site matches across two traces of a program even
+when a fix moved its lines.
+
+Source class: the file's memory kind, refined by the native stack: PyTorch copies a strided host
+view through a pageable contiguous temporary, and then `at::native::copy_kernel_cuda` appears twice
+on the stack. Without evidence the class is `unknown`; nothing is guessed.
+"""
+from __future__ import annotations
+
+import html
+import re
+import struct
+
+from ..source import sql
+
+CUDA_INTERNAL = re.compile(r"libcupti|libcuda\.so|libcudart|libnvidia|libnvToolsExt|libnvtx", re.I)
+PY_LIBRARY = re.compile(r"/(site|dist)-packages/|/lib/python3[.\d]*/|^<frozen|^<string>")
+COPY_KERNEL = "at::native::copy_kernel_cuda"
+PY_MARK_WINDOW_NS = 1_000_000
+
+FIXES = {
+    "pageable": "pin the source: `.pin_memory()` before `.to(device, non_blocking=True)`, or copy through a "
+                "pre-pinned staging buffer reused every step",
+    "pinned_strided": "the source is a strided view of pinned memory: copy its contiguous pieces (e.g. the rows "
+                      "of `buf[:, :n]`) one by one, or keep the staging buffer contiguous",
+    "pinned": "pinned and contiguous: keep it that way (a long call here waited for something else: see the stack)",
+    "device": "device-to-device copy: not a host staging problem",
+    "managed": "managed memory: prefetch (cudaMemPrefetchAsync) or use explicit pinned/device buffers",
+    "unknown": "no evidence in the trace: capture with --cudabacktrace=memory (and --python-backtrace=cuda)",
+}
+
+
+
+def short_symbol(symbol: str) -> str:
+    """`at::native::copy_(at::Tensor&, ...)` -> `at::native::copy_`."""
+    s = symbol or "?"
+    depth, out = 0, []
+    for ch in s:  # drop the argument list and template arguments
+        if ch in "(<":
+            depth += 1
+        elif ch in ")>":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out).strip() or s
+
+
+def native_site(frames: list[tuple[str, str]]) -> tuple[str | None, int]:
+    """(signature, copy_kernel_cuda count) of a native stack, innermost frame first."""
+    copies = sum(1 for sym, _ in frames if sym and sym.startswith(COPY_KERNEL))
+    user = [(sym, mod) for sym, mod in frames
+            if sym and not sym.startswith("0x") and not CUDA_INTERNAL.search(mod or "")
+            and not sym.startswith("cuda") and not sym.startswith("cu")]
+    if not user:
+        return None, copies
+    op = short_symbol(user[0][0])
+    binding = next((short_symbol(s) for s, _ in user if "THPVariable_" in s or "pybind11" in s), None)
+    if binding:
+        binding = binding.split("::")[-1]
+        return f"{binding} > {op}", copies
+    return op, copies
+
+
+def decode_python_frames(blob: bytes, strings: dict[int, str] | None = None):
+    """Frames (function id/name, file id/name, line) of one 'Python Backtrace on CUDA' payload.
+
+    Layout seen in nsys 2025.3 exports: u64 entry count; per entry u64 schema id, u64 size, u64 offset;
+    at the offset: u64 thread-state id, u32 thread state, u32 frame count, then per frame three u64
+    (function StringId, file StringId, line in the low 32 bits).
+    """
+    out = []
+    if not blob or len(blob) < 8:
+        return out
+    (n,) = struct.unpack_from("<Q", blob, 0)
+    for i in range(min(n, 16)):
+        if 8 + 24 * (i + 1) > len(blob):
+            break
+        _schema, _size, off = struct.unpack_from("<QQQ", blob, 8 + 24 * i)
+        if off + 16 > len(blob):
+            break
+        _tsid, _state, count = struct.unpack_from("<QII", blob, off)
+        for k in range(count):
+            pos = off + 16 + 24 * k
+            if pos + 24 > len(blob):
+                break
+            fn, fi, line = struct.unpack_from("<QQQ", blob, pos)
+            line &= 0xFFFFFFFF
+            if strings is not None:
+                out.append((html.unescape(strings.get(fn, "?")), html.unescape(strings.get(fi, "?")), line))
+            else:
+                out.append((fn, fi, line))
+    return out
+
+
+def python_site(frames: list[tuple[str, str, int]]) -> tuple[str, str] | None:
+    """(signature, file:line) of the first frame of the user's program."""
+    for fn, file, line in frames:
+        if not PY_LIBRARY.search(file or ""):
+            tail = "/".join(file.replace("\\", "/").split("/")[-2:])
+            return f"{tail}:{fn}", f"{tail}:{line}"
+    return None
+
+
+def python_sites(trace) -> None:
+    """Frames py_site_names_frame (py_site_id, site, site_line) and python_sites_frame (global_pid,
+    correlation_id, py_site_id) for model/python_sites.sql: each distinct Python-backtrace payload
+    decoded once (the per-call join is SQL)."""
+    con = trace.con
+    marks = sql.run(con, "model/python_marks", {"window_ns": PY_MARK_WINDOW_NS}).fetchall()
+    blobs = trace.nvtx_blobs(sorted({m[4] for m in marks})) if marks else {}
+    decoded = {blob: decode_python_frames(blob) for blob in set(blobs.values())}
+    ids = sorted({i for fr in decoded.values() for f in fr for i in (f[0], f[1])})
+    strings = dict(sql.run(con, "source/strings_by_id", {"ids": ids}).fetchall()) if ids else {}
+    site_ids: dict[tuple[str, str], int] = {}
+    site_of_blob = {}
+    for blob, frames in decoded.items():
+        named = [(html.unescape(strings.get(a, "?")), html.unescape(strings.get(b, "?")), ln) for a, b, ln in frames]
+        site = python_site(named)
+        if site:
+            site_of_blob[blob] = site_ids.setdefault(site, len(site_ids) + 1)
+    py = [(p, c, site_of_blob[blobs[(t, st)]]) for p, c, t, st, _d in marks
+          if blobs.get((t, st)) in site_of_blob]
+    _register(con, "py_site_names", ["py_site_id", "site", "site_line"], ["int32", "string", "string"],
+              [(i, s, line) for (s, line), i in site_ids.items()])
+    _register(con, "python_sites", ["global_pid", "correlation_id", "py_site_id"], ["int64", "int64", "int32"], py)
+
+
+def native_sites(trace) -> None:
+    """Frames native_sites_frame (callchain_id, site, copy_kernels) and fixes_frame (source_class, fix)
+    for model/attrib.sql: each distinct native stack decoded once."""
+    con = trace.con
+    stacks: dict[int, list[tuple[str, str]]] = {}
+    for cid, _depth, sym, mod in sql.run(con, "model/callchain_frames").fetchall():
+        stacks.setdefault(cid, []).append((sym, mod))
+    native = [(cid, *native_site(frames)) for cid, frames in stacks.items()]
+    _register(con, "native_sites", ["callchain_id", "site", "copy_kernels"], ["int64", "string", "int64"], native)
+    _register(con, "fixes", ["source_class", "fix"], ["string", "string"], list(FIXES.items()))
+
+
+def _register(con, name: str, cols: list[str], types: list[str], rows: list[tuple]) -> None:
+    import pyarrow as pa
+
+    data = pa.table([pa.array([r[i] for r in rows], type=getattr(pa, t)()) for i, t in enumerate(types)],
+                    names=cols)
+    con.register(f"{name}_frame", data)

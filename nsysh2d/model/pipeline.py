@@ -1,0 +1,121 @@
+"""The copy model of one trace, built by an explicit, named PIPELINE of steps.
+
+Each step reads tables made before it and makes new ones with one SQL file of queries/model/ (the
+file's header says what); a step may first do Python work whose tables its SQL reads (attribution.py),
+run only when a condition holds, or run once per part of the copy calls as they arrive (ingest.py:
+filtered inside SQLite, in parallel, compressed into the store part by part). Work whose cost grows
+with the whole trace but that only a few calls need (the GPU backlog behind a call) is the BACKLOG
+pipeline, run on demand for those calls only. NSYSH2D_TIMING=1 prints the time, CPU time and peak
+RSS of each step on stderr.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable
+
+from ..source import ingest
+from ..source.sql import condition
+from . import attribution
+
+PART_ROWS = 250_000  # calls per part added to the store: bounds the memory of what is in flight
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str                          # queries/model/<name>.sql
+    reads: tuple[str, ...]
+    makes: tuple[str, ...]
+    prepare: Callable | None = None    # Python work before the SQL (gets the Trace)
+    when: str | None = None            # SQL: run only when this returns true
+    each_part: bool = False            # once per part of the copy calls (table api_part)
+    checkpoint: bool = False           # compress what the step added to the store
+
+
+PIPELINE: tuple[Step, ...] = (
+    Step("rules", (), ("is_long()", "waited_for_gpu()", "is_blocking()", "waited_behind_backlog()")),
+    Step("nvtx", ("n.nvtx_ranges",), ("nvtx_ranges", "nvtx_tree", "nvtx_events", "with_nvtx()")),
+    Step("store", (), ("memcpy_raw", "api_raw", "copies", "folded", "fold_stats")),
+    Step("store_memcpy", ("n.memcpy",), ("memcpy_raw",), checkpoint=True),
+    Step("copies_part", ("api_part", "memcpy_raw", "with_nvtx()"), ("api_raw", "copies"), each_part=True,
+         checkpoint=True),
+    Step("copies", ("copies",), ("copy_keys_multi",)),
+    Step("copies_fold", ("copies", "api_raw", "memcpy_raw", "copy_keys_multi"), ("folded", "fold_stats"),
+         when="SELECT (SELECT count(*) FROM copy_keys_multi) > 0 "
+              "OR (SELECT count(*) FROM api_raw) > (SELECT count(*) FROM copies)"),
+    Step("calls", ("copies", "folded", "fold_stats", "api_raw"), ("calls", "copy_stats"), checkpoint=True),
+    Step("python_sites", ("calls", "n.nvtx"), ("py_site_names", "python_sites"), prepare=attribution.python_sites),
+    Step("labels", ("calls", "python_sites", "n.mem_kind_enum", "n.copy_kind_enum"),
+         ("kind_labels", "api_names", "calls_k")),
+    Step("attrib", ("calls_k", "kind_labels", "n.callchains"), ("native_sites", "fixes", "attrib"),
+         prepare=attribution.native_sites),
+    Step("copies_x", ("calls_k", "kind_labels", "api_names", "nvtx_tree", "attrib"),
+         ("copies_x", "backlog", "work", "work_windows", "work_spans")),
+)
+
+# On demand, for the calls a report needs (model/backlog_probes.sql says which).
+BACKLOG: tuple[Step, ...] = (
+    Step("backlog_probes", ("copies_x", "backlog"), ("probes",)),
+    Step("probe_windows", ("probes",), ("work_windows", "work_spans")),
+    Step("work", ("work_spans", "n.kernel", "n.memset", "memcpy_raw"), ("work",)),
+    Step("backlog", ("probes", "work"), ("backlog",)),
+)
+
+
+def build(trace) -> None:
+    """Run PIPELINE on an opened trace. The copy calls' reads start first, on their own threads, and
+    overlap the steps before the first that needs them."""
+    with read_calls(trace) as parts:
+        for step in PIPELINE:
+            run_step(trace, step, parts)
+
+
+def read_calls(trace) -> ingest.Parts:
+    """The runtime rows of the async memcpy calls, in parts (ingest.py), reading from now on."""
+    return ingest.Parts(trace, ingest.Read(
+        "runtime", condition("source/sqlite_copy_calls"),
+        ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
+        {"event_class": "INTEGER", "name_id": "INTEGER"},
+        # About one runtime row in ten is an async memcpy in the exports measured: parts of 10x the rows.
+        part_rows=10 * PART_ROWS))
+
+
+def run_step(trace, step: Step, parts=None, params: dict | None = None) -> None:
+    con = trace.con
+    if step.when and not con.execute(step.when).fetchone()[0]:
+        return
+    with stage(step.name):
+        if step.prepare:
+            step.prepare(trace)
+        if step.each_part:
+            for part in parts:
+                con.register("api_part", part)
+                trace.run(f"model/{step.name}", params)
+                con.unregister("api_part")
+                del part
+                con.execute("CHECKPOINT store")
+        else:
+            trace.run(f"model/{step.name}", params)
+            if step.checkpoint:
+                con.execute("CHECKPOINT store")
+
+
+@contextmanager
+def stage(what: str):
+    if not os.environ.get("NSYSH2D_TIMING"):
+        yield
+        return
+    import resource
+
+    def cpu():
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    t, c = time.perf_counter(), cpu()
+    yield
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"nsysh2d: {what}: {time.perf_counter() - t:.3f} s, CPU {cpu() - c:.3f} s "
+          f"(peak RSS so far {peak:.0f} MB)", file=sys.stderr)

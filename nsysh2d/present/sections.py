@@ -1,0 +1,153 @@
+"""What each command shows, as sections (tables with notes and lines), built from typed results."""
+from __future__ import annotations
+
+from ..analyses.options import GROUPINGS
+from ..units import format_bytes, format_ns
+from .render import Column, Section, cell
+
+STAT_COLUMNS = [
+    Column("calls", "calls", "int"), Column("long_calls", "long", "int"),
+    Column("blocking_calls", "blocking", "int"), Column("long_ns", "long time", "ns"),
+    Column("blocking_ns", "blocked", "ns"),
+    Column("p50_ns", "p50", "ns"), Column("p99_ns", "p99", "ns"), Column("max_ns", "max", "ns"),
+    Column("bytes", "bytes", "bytes"),
+]
+
+
+def report_heading(report) -> str:
+    rep = report.to_json()
+    steps = rep["steps"]["steps"]
+    return (f"{rep['path']}  (nsys {rep.get('nsys_version') or '?'}, schema {rep.get('schema_version') or '?'}, "
+            f"{rep.get('gpu') or 'GPU ?'}; {steps} step range{'s' if steps != 1 else ''})")
+
+
+def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Section]:
+    rep = report.to_json()
+    t = rep["totals"]
+    per_step = ""
+    if t.get("blocking_ns_per_step") is not None:
+        per_step = f"; {format_ns(t['blocking_ns_per_step'])} blocked per step"
+    note = (f"{rep['direction']} async memcpy calls; long = host-side duration >= {format_ns(rep['min_duration_ns'])}; "
+            f"blocking = long and waited for the GPU (returned after its own GPU copy started, or lasted "
+            f">= half the backlog queued ahead). "
+            f"Total: {t['long_calls']} long ({format_ns(t['long_ns'])}), {t['blocking_calls']} blocking "
+            f"({format_ns(t['blocking_ns'])}){per_step}.")
+    if by == "kind":
+        sec = Section("by source/destination memory kind",
+                      [Column("src_kind", "src kind"), Column("dst_kind", "dst kind")] + STAT_COLUMNS,
+                      rep["by_kind"], note=note)
+    else:
+        sec = Section(f"by {GROUPINGS[by]}", [Column("group", GROUPINGS[by]), Column("src_kinds", "src kinds")]
+                      + STAT_COLUMNS, rep[f"by_{by}"], note=note)
+    sections = [sec]
+    if show_top:
+        sections.append(Section(
+            f"longest calls (top {len(rep['top'])})",
+            [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes"),
+             Column("source_class", "class"), Column("waited_for_gpu", "waited", "bool"),
+             Column("backlog_ns", "backlog", "ns"), Column("wait_ns", "wait", "ns"),
+             Column("where", "call site"), Column("nvtx_path", "NVTX path")],
+            [{**r, "where": r.get("site_line") or r.get("site")} for r in rep["top"]],
+            note="backlog: time from the call until the GPU work queued ahead of it on its stream drained; "
+                 "wait: call start -> its GPU copy start."))
+        fixes = []
+        for r in rep["top"]:
+            if r.get("waited_for_gpu") and r.get("fix"):
+                line = f"{r.get('site') or r.get('nvtx_range') or '?'} [{r['source_class']}]: {r['fix']}"
+                if line not in fixes:
+                    fixes.append(line)
+        sections[-1].lines = [f"fix {ln}" for ln in fixes]
+    if rep.get("warnings"):
+        sections[-1].lines += [f"warning: {w}" for w in rep["warnings"]]
+    return sections
+
+
+def compare_sections(comparison) -> list[Section]:
+    """Side-by-side tables of a comparison (analyses/compare.py)."""
+    result = comparison.to_json()
+    per_step = result["per_step"]
+    t = result["totals"]
+    if per_step:
+        ls = ("blocking_ns_per_step_before", "blocking_ns_per_step_after", "per step")
+    else:
+        ls = ("blocking_ns_before", "blocking_ns_after", "total")
+    total_rows = [{"what": "copies", "before": t["calls_before"], "after": t["calls_after"], "kind": "int"},
+                  {"what": "long copies", "before": t["long_calls_before"], "after": t["long_calls_after"]},
+                  {"what": "long-blocking copies", "before": t["blocking_calls_before"],
+                   "after": t["blocking_calls_after"]},
+                  {"what": "host time in long copies", "before": t["long_ns_before"], "after": t["long_ns_after"],
+                   "unit": "ns"},
+                  {"what": "host time blocked (long-blocking copies)", "before": t["blocking_ns_before"],
+                   "after": t["blocking_ns_after"], "unit": "ns"}]
+    if per_step:
+        total_rows.append({"what": "host time blocked per step", "before": t["blocking_ns_per_step_before"],
+                           "after": t["blocking_ns_per_step_after"], "unit": "ns"})
+        total_rows.append({"what": "long-blocking copies per step", "before": t["blocking_calls_per_step_before"],
+                           "after": t["blocking_calls_per_step_after"], "unit": "float"})
+    for r in total_rows:
+        kind = r.get("unit", "int")
+        r["before_s"], r["after_s"] = cell(r["before"], kind), cell(r["after"], kind)
+    b, a = result["before"], result["after"]
+    secs = [Section("totals", [Column("what", "figure"), Column("before_s", "before"), Column("after_s", "after")],
+                    total_rows, note=f"before: {b['steps']} steps, after: {a['steps']} steps"
+                    + ("; per-step figures normalize runs of different length" if per_step else ""))]
+    titles = {"kind": "memory kind (src -> dst)", "class": "source class", "site": "call site", "nvtx": "NVTX range"}
+    for g in ("kind", "class", "site", "nvtx"):
+        rows = result.get(f"by_{g}")
+        if rows is None:
+            continue
+        secs.append(Section(f"by {titles[g]}", [
+            Column("key", titles[g]), Column("calls_before", "calls before", "int"),
+            Column("calls_after", "calls after", "int"),
+            Column("blocking_calls_before", "blocking before", "int"),
+            Column("blocking_calls_after", "blocking after", "int"),
+            Column(ls[0], f"blocked {ls[2]} before", "ns"), Column(ls[1], f"blocked {ls[2]} after", "ns"),
+            Column("max_ns_before", "max before", "ns"), Column("max_ns_after", "max after", "ns"),
+            Column("status", "status")], rows))
+    lines = [f"gone: {d['group']} {d['key']} ({d['blocking_calls_before']} long-blocking copies before)"
+             for d in result["disappeared"]]
+    lines += [f"NEW: {d['group']} {d['key']} ({d['blocking_calls_after']} long-blocking copies after)"
+              for d in result["appeared"]]
+    secs[-1].lines = lines or ["no long-blocking call site or kind disappeared or appeared"]
+    return secs
+
+
+def combined_section(reports) -> Section:
+    rows = [{"path": r.path, **{k: getattr(r.totals, k) for k in ("calls", "long_calls", "blocking_calls", "long_ns")},
+             "steps": r.steps.steps} for r in reports]
+    total = {"path": "(all)", **{k: sum(r[k] for r in rows) for k in ("calls", "long_calls", "blocking_calls",
+                                                                          "long_ns", "steps")}}
+    return Section("combined", [Column("path", "report"), Column("calls", "calls", "int"),
+                                Column("long_calls", "long", "int"), Column("blocking_calls", "blocking", "int"),
+                                Column("long_ns", "long time", "ns"), Column("steps", "steps", "int")], rows + [total])
+
+
+def threshold_section(result: list[dict]) -> Section:
+    rows = []
+    for r in result:
+        sp = r["spread_bytes"]
+        never = "no backlog to wait for" if r["undetermined"] else "never waits"
+        rows.append({**r, "threshold": format_bytes(r["threshold_bytes"]) if r["threshold_bytes"] else never,
+                     "below": format_bytes(r["below_bytes"]) if r["below_bytes"] else "-",
+                     "spread": f"{format_bytes(sp[0])} .. {format_bytes(sp[1])}" if sp else "-",
+                     "ratio": f"{r['blocked_over_backlog']:.2f}" if r["blocked_over_backlog"] else "-",
+                     "backlog": f"{r['backlog_us'] / 1000:g} ms"})
+    return Section("payload threshold per series", [
+        Column("variant", "variant"), Column("backlog", "backlog"), Column("inflight", "in flight", "int"),
+        Column("below", "largest not waiting"), Column("threshold", "threshold (waits from)"),
+        Column("spread", "spread over repeats"), Column("ratio", "host / backlog when waiting")], rows,
+        note="waits: the call took at least half of the GPU backlog measured at the call; threshold: smallest "
+             "payload from which on most repeats wait; repeats with no backlog left at the call cannot tell.")
+
+
+def gate_text(result) -> str:
+    """The gate's terminal verdict: PASS/FAIL per report, each rule, its first offenders."""
+    from .ci import offender_line
+
+    out = []
+    for v in result.to_json()["verdicts"]:
+        out.append(f"{'PASS' if v['passed'] else 'FAIL'}  {v['path']}")
+        for r in v["rules"]:
+            out.append(f"  [{'pass' if r['passed'] else 'FAIL'}] {r['name']}: {r['message']}")
+            out += [f"      {offender_line(o)}" for o in r["offenders"][:10]]
+    return "\n".join(out) + "\n"

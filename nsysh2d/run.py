@@ -1,0 +1,175 @@
+"""Running analyses: many reports in parallel with progress, the cache of finished reports, atomic writes.
+
+The cache is keyed by the export's real path, size, mtime, inode and ctime, the nsysh2d version, the
+SQL shipped and the options, so a changed export or a new release is never served stale. Entries are
+Report.to_json() documents, read back through Report.from_json (a damaged entry is recomputed).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import shutil
+import sys
+import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from . import __version__
+from .errors import EXIT_OUTPUT_UNWRITABLE, NsysH2DError
+
+
+# ------------------------------------------------------------------------------------ files
+def cache_root() -> Path:
+    base = os.environ.get("NSYSH2D_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "nsysh2d")
+    return Path(base)
+
+
+def file_key(path: str, salt: str = "") -> str:
+    """A key that changes whenever the file does: real path, size, mtime, inode, ctime."""
+    st = os.stat(path)
+    raw = f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_ctime_ns}|{salt}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:32]
+
+
+def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
+    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def write_output(path: str, text: str) -> None:
+    try:
+        atomic_write(path, text)
+    except OSError as e:
+        raise NsysH2DError(f"{path}: cannot write ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
+
+
+# ------------------------------------------------------------------------------------ cache
+def _sql_digest() -> str:
+    from .source.sql import load, names
+
+    h = hashlib.sha256()
+    for n in names():
+        h.update(n.encode())
+        h.update(load(n).encode())
+    return h.hexdigest()[:16]
+
+
+def entry_path(path: str, opts, groups) -> str:
+    salt = json.dumps([__version__, _sql_digest(), vars(opts), list(groups)], sort_keys=True, default=str)
+    return str(cache_root() / "reports" / f"{file_key(path, salt)}.json")
+
+
+def cached_report(path: str, opts, groups, use_cache=True, compute=None):
+    """The Report of one export: from the cache when an entry of the same shape is there, else computed
+    (and stored)."""
+    from .analyses.h2d_blocking import Report
+
+    if not use_cache or path.endswith((".nsys-rep", ".qdrep")) or not os.path.isfile(path):
+        return compute()
+    entry = entry_path(path, opts, groups)
+    try:
+        with open(entry) as f:
+            rep = Report.from_json(json.load(f))
+        rep.path = path
+        return rep
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    rep = compute()
+    try:
+        atomic_write(entry, json.dumps(rep.to_json(), default=str))
+    except OSError:
+        pass  # an unwritable cache folder only costs speed
+    return rep
+
+
+def clear_cache() -> int:
+    root = cache_root()
+    n = sum(1 for _ in root.rglob("*") if _.is_file()) if root.exists() else 0
+    shutil.rmtree(root, ignore_errors=True)
+    return n
+
+
+# ------------------------------------------------------------------------------------ batch
+def _one(path: str, opts, groups, nsys, use_cache):
+    # A cache hit never loads DuckDB or polars: the warm path stays near process start-up time.
+    return cached_report(path, opts, groups, use_cache=use_cache, compute=lambda: _compute(path, opts, groups, nsys))
+
+
+def _compute(path, opts, groups, nsys):
+    from .analyses.h2d_blocking import analyze
+    from .model import CopyModel
+
+    model = CopyModel.open(path, nsys=nsys)
+    try:
+        return analyze(model, opts, groups)
+    finally:
+        model.close()
+
+
+def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, nsys: str | None = None,
+                 use_cache: bool = True, progress: bool | None = None):
+    """Returns (Reports in input order, errors as (path, message, exit code))."""
+    from .analyses.options import REPORT_GROUPS
+
+    groups = REPORT_GROUPS if groups is None else groups
+    results: dict[int, object] = {}
+    errors: list[tuple[str, str, int]] = []
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
+    if progress is None:
+        progress = sys.stderr.isatty() and len(paths) > 1
+    bar = task = None
+    if progress:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        bar = Progress(TextColumn("analyzing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                       transient=True, console=Console(stderr=True))
+        bar.start()
+        task = bar.add_task("reports", total=len(paths))
+
+    def done(i, result):
+        try:
+            results[i] = result()
+        except NsysH2DError as e:
+            errors.append((paths[i], str(e), e.exit_code))
+        if bar:
+            bar.advance(task)
+
+    try:
+        if jobs == 1:
+            for i, p in enumerate(paths):
+                done(i, lambda p=p: _one(p, opts, groups, nsys, use_cache))
+        else:
+            # spawn, not fork: a forked child of a process with DuckDB's threads running can deadlock.
+            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+                futs = {pool.submit(_one, p, opts, groups, nsys, use_cache): i for i, p in enumerate(paths)}
+                for f in as_completed(futs):
+                    done(futs[f], f.result)
+    finally:
+        if bar:
+            bar.stop()
+    return [results[i] for i in sorted(results)], errors
+
+
+def analyze_one(path: str, opts, nsys: str | None = None, use_cache: bool = True):
+    """One Report; an error is raised as NsysH2DError."""
+    reps, errors = analyze_many([path], opts, jobs=1, nsys=nsys, use_cache=use_cache, progress=False)
+    if errors:
+        _p, msg, code = errors[0]
+        raise NsysH2DError(msg, code)
+    return reps[0]

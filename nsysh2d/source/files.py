@@ -1,0 +1,47 @@
+"""Is this file an nsys SQLite export we can read? Says what it is instead when it is not."""
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+from ..errors import BadInput
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+COMPRESSED_MAGIC = {b"\x1f\x8b": "gzip", b"\xfd7zXZ": "xz", b"BZh": "bzip2", b"\x28\xb5\x2f\xfd": "zstd",
+                    b"PK\x03\x04": "zip"}
+
+
+def check_file(path: str) -> Path:
+    """Reject what is not a readable SQLite file, with a message saying what it is instead."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise BadInput(f"{path}: no such file") from None
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read ({e.strerror})") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise BadInput(f"{path}: is a directory, not an nsys SQLite export")
+    if st.st_size == 0:
+        raise BadInput(f"{path}: empty file (an interrupted nsys export?)")
+    try:
+        with open(p, "rb") as f:
+            head = f.read(100)
+    except OSError as e:
+        raise BadInput(f"{path}: cannot read ({e.strerror})") from None
+    if head.startswith(SQLITE_MAGIC):
+        if len(head) < 100 or st.st_size < 512:
+            raise BadInput(f"{path}: truncated SQLite file ({st.st_size} bytes)")
+        page = int.from_bytes(head[16:18], "big") or 65536
+        pages = int.from_bytes(head[28:32], "big")
+        if pages and st.st_size < page * pages:
+            raise BadInput(f"{path}: truncated SQLite file ({st.st_size} of {page * pages} bytes; "
+                           "an interrupted nsys export?)")
+        return p
+    for magic, kind in COMPRESSED_MAGIC.items():
+        if head.startswith(magic):
+            raise BadInput(f"{path}: {kind}-compressed file; decompress it first")
+    if head[:4] in (b"\x00\x00\x00\x00",) or p.suffix in (".nsys-rep", ".qdrep", ".qdstrm"):
+        raise BadInput(f"{path}: not a SQLite export (an nsys report? export it with "
+                       "'nsys export --type sqlite' or pass it as .nsys-rep)")
+    raise BadInput(f"{path}: not a SQLite file")

@@ -1,0 +1,156 @@
+"""Read the big activity tables of an export, fast: in parallel, filtered inside SQLite, in parts.
+
+An nsys export has no index on the columns we filter by, so every read is a full table scan, and
+on multi-GB files that scan is most of the cost of an analysis. Measured on a 1.36 GB export
+(20 M runtime rows, 2 cores; docs/benchmarks.md): DuckDB's sqlite scanner cannot push a filter
+into SQLite and converts every column of every row (2.8 s for the 2 M memcpy calls among 20 M
+rows); its `sqlite_query` pushes the filter down but returns only text (2.0 s). ADBC's SQLite
+driver runs the filter inside SQLite and hands back typed Arrow columns for the matching rows
+only; one connection per rowid range on one thread each (SQLite releases the GIL) makes it 1.0 s.
+`Parts` hands the ranges over one by one, so a caller can compress each before the next
+arrives (analysis.py) instead of holding every raw row at once.
+"""
+from __future__ import annotations
+
+import os
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from ..errors import BadInput, first_line
+
+MIN_ROWS_PER_PART = 200_000
+BATCH_ROWS = 122_880  # one DuckDB row group
+
+
+def _workers(threads: int | None) -> int:
+    return max(1, min(threads or os.cpu_count() or 1, 8))
+
+
+@dataclass
+class Read:
+    """One table to read: the normalized columns of `view` (see trace.VIEWS) for the rows of its
+    SQLite table that satisfy `where` (SQLite syntax, evaluated inside SQLite). Only `columns`
+    (default: all), int64 unless `types` says int32 (INTEGER); columns the file lacks are NULL.
+    `part_rows`: source rows per part at most (default: one part per thread)."""
+    view: str
+    where: str | None = None
+    columns: list[str] | None = None
+    types: dict = field(default_factory=dict)
+    part_rows: int | None = None
+
+
+class Parts:
+    """Iterator of the Arrow tables of a Read, one per rowid range, in rowid order. Reading starts at
+    once, on a pool of threads (one SQLite connection each; SQLite releases the GIL), and stays one
+    part per thread ahead of the consumer: memory holds only the parts in flight while the caller
+    works on earlier ones, or on something else before it asks for the first. Use as a context
+    manager (or call close()) so that an early exit stops the reads."""
+
+    def __init__(self, trace, read: Read):
+        import pyarrow as pa
+
+        self.trace = trace
+        self.table, cols = trace.source_columns(read.view)
+        if read.columns:
+            cols = {c: cols[c] for c in read.columns}
+        self.schema = pa.schema([(c, pa.int32() if read.types.get(c) == "INTEGER" else pa.int64()) for c in cols])
+        self.todo = iter(self._part_sqls(read, cols))
+        self.workers = _workers(trace.threads)
+        self.pool = ThreadPoolExecutor(self.workers)
+        self.pending: deque = deque()
+        self._fill()
+
+    def _part_sqls(self, read: Read, cols: dict) -> list[str]:
+        if self.table is None:
+            return []
+        exprs = ", ".join(f'"{src}" AS "{out}"' if src else f'NULL AS "{out}"' for out, src in cols.items())
+        cond = f" AND ({read.where})" if read.where else ""
+        with _bad_table(self.trace, self.table):
+            # Two subqueries: SQLite answers each from the b-tree's ends; min() and max() in one
+            # SELECT scan the whole table.
+            bounds = _query(self.trace.path, f'SELECT (SELECT min(rowid) FROM "{self.table}") AS lo, '
+                                             f'(SELECT max(rowid) FROM "{self.table}") AS hi').to_pylist()[0]
+        lo, hi = bounds["lo"], bounds["hi"]
+        if lo is None:
+            return []
+        rows = hi - lo + 1
+        n_parts = _workers(self.trace.threads)
+        if read.part_rows:
+            n_parts = max(n_parts, -(-rows // read.part_rows))
+        n_parts = max(1, min(n_parts, rows // MIN_ROWS_PER_PART))
+        step = (hi - lo) // n_parts + 1
+        return [f'SELECT {exprs} FROM "{self.table}" WHERE rowid BETWEEN {lo + i * step} AND '
+                f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]
+
+    def _fill(self) -> None:
+        while len(self.pending) < self.workers:
+            sql = next(self.todo, None)
+            if sql is None:
+                return
+            self.pending.append(self.pool.submit(_query, self.trace.path, sql))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.pending:
+            self.close()
+            raise StopIteration
+        fut = self.pending.popleft()
+        with _bad_table(self.trace, self.table):
+            got = fut.result()
+        self._fill()
+        return self._typed(got)
+
+    def _typed(self, t):
+        """The part with the declared integer types (a part whose column is all NULL comes back untyped)."""
+        import pyarrow as pa
+
+        try:
+            return pa.table([t.column(i).cast(f.type) for i, f in enumerate(self.schema)], schema=self.schema)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise BadInput(f"{self.trace.path}: table {self.table} holds non-integer values where nsys writes "
+                           "integers (a damaged export?)") from None
+
+    def close(self) -> None:
+        for fut in self.pending:
+            fut.cancel()
+        self.pending.clear()
+        self.todo = iter(())
+        self.pool.shutdown(wait=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+@contextmanager
+def _bad_table(trace, table: str):
+    try:
+        yield
+    except BadInput:
+        raise
+    except Exception as e:  # the ADBC driver raises its own error classes
+        raise BadInput(f"{trace.path}: cannot read table {table} ({first_line(e)})") from None
+
+
+def _query(path: str, sql: str):
+    """The result of one SQLite query as an Arrow table, through ADBC's driver manager directly: its
+    DB-API module imports polars when it is installed (0.15 s of start-up for nothing)."""
+    import adbc_driver_manager as adbc
+    import adbc_driver_sqlite
+    import pyarrow as pa
+
+    # mode=ro: SQLite never writes to or beside the user's file (no journal, no -wal).
+    with adbc_driver_sqlite.connect(f"file:{quote(os.path.abspath(path))}?mode=ro") as db, \
+            adbc.AdbcConnection(db) as con, adbc.AdbcStatement(con) as stmt:
+        # Large batches: DuckDB pays a fixed cost per Arrow batch it scans (the default is 1024 rows).
+        stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})
+        stmt.set_sql_query(sql)
+        stream, _rows = stmt.execute_query()
+        return pa.RecordBatchReader.from_stream(stream).read_all()

@@ -1,0 +1,96 @@
+"""What an nsys export holds, whatever its version: the normalized views `n.*` over its tables.
+
+Tables and columns differ between nsys versions, so every view selects by name and fills what a
+version lacks with NULLs; what the analysis cannot do without is checked first and reported with the
+nsys option that records it.
+"""
+from __future__ import annotations
+
+from ..errors import BadInput
+from . import sql
+
+# Table -> (columns the normalized view exposes: source column or None, the nsys option that records it).
+VIEWS = {
+    "runtime": ("CUPTI_ACTIVITY_KIND_RUNTIME", "--trace=cuda", {
+        "start": "start", "end": "end", "event_class": "eventClass", "global_tid": "globalTid",
+        "correlation_id": "correlationId", "name_id": "nameId", "callchain_id": "callchainId"}),
+    "memcpy": ("CUPTI_ACTIVITY_KIND_MEMCPY", "--trace=cuda", {
+        "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",
+        "correlation_id": "correlationId", "global_pid": "globalPid", "bytes": "bytes",
+        "copy_kind": "copyKind", "src_kind": "srcKind", "dst_kind": "dstKind"}),
+    "kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "--trace=cuda", {
+        "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",
+        "correlation_id": "correlationId", "global_pid": "globalPid"}),
+    "memset": ("CUPTI_ACTIVITY_KIND_MEMSET", "--trace=cuda", {
+        "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",
+        "correlation_id": "correlationId", "global_pid": "globalPid"}),
+    "strings": ("StringIds", "(written by every nsys export)", {"id": "id", "value": "value"}),
+    "mem_kind_enum": ("ENUM_CUDA_MEM_KIND", "(written by every nsys export)", {"id": "id", "label": "label"}),
+    "copy_kind_enum": ("ENUM_CUDA_MEMCPY_OPER", "(written by every nsys export)", {"id": "id", "label": "label"}),
+    "event_class_enum": ("ENUM_NSYS_EVENT_CLASS", "(written by every nsys export)", {"id": "id", "label": "label"}),
+    "event_type_enum": ("ENUM_NSYS_EVENT_TYPE", "(written by every nsys export)", {"id": "id", "label": "label"}),
+    "nvtx": ("NVTX_EVENTS", "--trace=nvtx", {
+        "start": "start", "end": "end", "event_type": "eventType", "text": "text", "text_id": "textId",
+        "global_tid": "globalTid", "domain_id": "domainId"}),
+    "callchains": ("CUDA_CALLCHAINS", "--cudabacktrace", {
+        "id": "id", "symbol": "symbol", "module": "module", "depth": "stackDepth"}),
+    "meta_export": ("META_DATA_EXPORT", "(written by every nsys export)", {"name": "name", "value": "value"}),
+    "gpu_info": ("TARGET_INFO_GPU", "--trace=cuda", {"name": "name"}),
+}
+TYPES = {"text": "VARCHAR", "value": "VARCHAR", "label": "VARCHAR", "name": "VARCHAR"}
+
+# What an analysis of H2D copies cannot do without.
+REQUIRED = {"runtime": ["start", "end", "global_tid", "correlation_id", "name_id"],
+            "strings": ["id", "value"]}
+REQUIRED_IF_PRESENT = {"memcpy": ["start", "end", "correlation_id", "bytes", "copy_kind", "src_kind", "dst_kind"]}
+
+
+
+def source_columns(tables: dict[str, set[str]], view: str) -> tuple[str | None, dict[str, str | None]]:
+    """(SQLite table or None, {normalized column: source column or None}) of a VIEWS entry."""
+    table, _option, cols = VIEWS[view]
+    have = tables.get(table)
+    if have is None:
+        return None, {out: None for out in cols}
+    return table, {out: (src if src in have else None) for out, src in cols.items()}
+
+
+def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]) -> None:
+    """Schema n: one view per VIEWS entry over the attached file `src`, then source/views.sql."""
+    con.execute("CREATE SCHEMA n")
+    missing_tables = []
+    for view, (table, option, cols) in VIEWS.items():
+        have, mapped = source_columns(tables, view)
+        needed = REQUIRED.get(view, [])
+        if have is None and needed:
+            missing_tables.append((table, option))
+            continue
+        exprs = []
+        for out, src in mapped.items():
+            if src:
+                exprs.append(f'"{src}" AS {out}')
+            else:
+                if out in needed or (have is not None and out in REQUIRED_IF_PRESENT.get(view, [])):
+                    raise BadInput(f"{path}: table {table} has no column {cols[out]}; re-export with a "
+                                   "current 'nsys export --type sqlite'")
+                exprs.append(f"CAST(NULL AS {TYPES.get(out, 'BIGINT')}) AS {out}")
+        source = f'src."{table}"' if have is not None else "(SELECT 1) WHERE false"
+        con.execute(f"CREATE VIEW n.{view} AS SELECT {', '.join(exprs)} FROM {source}")
+    if missing_tables:
+        table, option = missing_tables[0]
+        if not tables:
+            raise BadInput(f"{path}: SQLite file without tables (not an nsys export)")
+        if table == "CUPTI_ACTIVITY_KIND_RUNTIME":
+            raise BadInput(f"{path}: no CUDA API trace (table {table} is missing; capture with "
+                           f"'nsys profile {option}')")
+        raise BadInput(f"{path}: table {table} is missing {option} (not an nsys export?)")
+    if "ENUM_CUDA_MEM_KIND" not in tables:
+        warnings.append("no ENUM_CUDA_MEM_KIND table: memory kinds shown as numeric ids")
+    sql.run(con, "source/views")
+
+
+def read_meta(con) -> dict:
+    kv = dict(con.execute("SELECT name, value FROM n.meta_export").fetchall())
+    gpu = con.execute("SELECT min(name) FROM n.gpu_info").fetchone()[0]
+    return {"nsys_version": kv.get("EXPORT_PRODUCT_VERSION"),
+            "schema_version": kv.get("EXPORT_SCHEMA_VERSION"), "gpu": gpu}

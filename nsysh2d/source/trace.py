@@ -1,0 +1,140 @@
+"""Open an nsys SQLite export read-only in DuckDB, with the normalized views of schema.py.
+
+The export is attached through DuckDB's sqlite scanner (shipped on PyPI for DuckDB 1.5.5, since
+extensions cannot be downloaded at run time), opened READ_ONLY: nothing is ever written to or
+beside the user's file.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+
+from ..errors import EXIT_EXPORT_FAILED, BadInput, NsysH2DError, first_line
+from . import schema, sql
+from .files import check_file
+
+# DuckDB's own memory (tables, joins, sorts) stays under this; past it, it spills to disk. The parts
+# ingest.py has in flight and the interpreter come on top (docs/benchmarks.md has the peak RSS).
+DEFAULT_MEMORY_LIMIT = "200MB"
+
+
+def memory_limit() -> str:
+    return os.environ.get("NSYSH2D_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+
+
+def _duckdb_config(threads: int | None) -> dict:
+    """Bounded memory: past the limit DuckDB spills to a folder in the user's cache, not RAM."""
+    from ..run import cache_root
+
+    spill = cache_root() / "spill"
+    try:
+        spill.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        spill = Path(os.environ.get("TMPDIR", "/tmp"))
+    # Arrow tables (ingest.py) give the planner no row counts; it then takes a join of millions of
+    # rows for a tiny one and picks a nested loop, quadratic (17 s instead of 0.1 s on 100 k calls).
+    config = {"memory_limit": memory_limit(), "temp_directory": str(spill),
+              "preserve_insertion_order": False, "asof_loop_join_threshold": 0,
+              "nested_loop_join_threshold": 0}
+    if threads:
+        config["threads"] = threads
+    return config
+
+
+def _sqlite_extension_path() -> str:
+    try:
+        import duckdb_extension_sqlite_scanner as ext
+    except ImportError:
+        raise NsysH2DError("the DuckDB sqlite scanner is missing: pip install "
+                           f"'duckdb-extension-sqlite-scanner=={duckdb.__version__}'", EXIT_EXPORT_FAILED) from None
+    base = Path(ext.__file__).parent / "extensions"
+    hits = sorted(base.glob(f"v{duckdb.__version__}/sqlite_scanner.duckdb_extension"))
+    if not hits:
+        raise NsysH2DError(f"the installed sqlite scanner does not match DuckDB {duckdb.__version__}; "
+                           "reinstall nsysh2d", EXIT_EXPORT_FAILED)
+    return str(hits[0])
+
+
+@dataclass
+class Trace:
+    path: str
+    con: duckdb.DuckDBPyConnection
+    tables: dict[str, set[str]]
+    warnings: list[str] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
+    threads: int | None = None
+
+    @classmethod
+    def open(cls, path: str, nsys: str | None = None, threads: int | None = None) -> "Trace":
+        path = str(path)
+        if path.endswith((".nsys-rep", ".qdrep")):
+            from .export import sqlite_for_report
+            path = sqlite_for_report(path, nsys)
+        p = check_file(path)
+        con = duckdb.connect(":memory:", config=_duckdb_config(threads))
+        con.execute(f"LOAD '{_sqlite_extension_path()}'")
+        try:
+            con.execute(f"ATTACH {_sql_string(str(p))} AS src (TYPE sqlite, READ_ONLY)")
+            rows = con.execute("SELECT table_name, column_name FROM information_schema.columns "
+                               "WHERE table_catalog = 'src'").fetchall()
+        except duckdb.Error as e:
+            if "locked" in str(e).lower() or "busy" in str(e).lower():
+                raise BadInput(f"{path}: locked by another process (is nsys export still writing it?)") from None
+            raise BadInput(f"{path}: cannot read as SQLite ({first_line(e)})") from None
+        tables: dict[str, set[str]] = {}
+        for t, c in rows:
+            tables.setdefault(t, set()).add(c)
+        tr = cls(str(p), con, tables, threads=threads)
+        schema.build_views(con, tr.path, tables, tr.warnings)
+        tr.meta = schema.read_meta(con)
+        return tr
+
+    def source_columns(self, view: str) -> tuple[str | None, dict[str, str | None]]:
+        return schema.source_columns(self.tables, view)
+
+    def nvtx_blobs(self, domain_ids: list[int]) -> dict[tuple[int, int], bytes]:
+        """NVTX extended payloads of marks in the given domains, keyed by (globalTid, start).
+
+        nsys declares NVTX_EVENTS.binaryData as TEXT but stores blobs, which the DuckDB scanner
+        rejects, so these few rows are read with Python's sqlite3, opened read-only."""
+        import sqlite3
+        from urllib.parse import quote
+
+        if not domain_ids or "binaryData" not in self.tables.get("NVTX_EVENTS", set()):
+            return {}
+        con = sqlite3.connect(f"file:{quote(self.path)}?mode=ro", uri=True)
+        try:
+            marks = ",".join(str(int(d)) for d in domain_ids)
+            rows = con.execute("SELECT globalTid, start, binaryData FROM NVTX_EVENTS "
+                               f"WHERE domainId IN ({marks}) AND binaryData IS NOT NULL AND end IS NULL")
+            return {(t, s): b if isinstance(b, bytes) else str(b).encode("latin-1", "replace") for t, s, b in rows}
+        finally:
+            con.close()
+
+    # ------------------------------------------------------------------ queries
+    def run(self, name: str, params: dict | None = None):
+        return sql.run(self.con, name, params)
+
+    def rows(self, name: str, params: dict | None = None) -> list[dict]:
+        return sql.rows(self.con, name, params)
+
+    def sql(self, name: str, params: dict | None = None):
+        """The named query's result as a polars DataFrame."""
+        return sql.run(self.con, name, params).pl()
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _sql_string(text: str) -> str:
+    """A SQL string literal (ATTACH takes no parameters)."""
+    return "'" + text.replace("'", "''") + "'"

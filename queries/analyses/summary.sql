@@ -1,0 +1,41 @@
+-- summary: figures per group of copy calls, for every grouping at once (one pass over the calls).
+-- Parameters: $min_ns (a call is long when host_ns >= it), $direction ('h2d', 'd2h' or 'all').
+-- Column "by": 'kind' (source/destination memory-kind pair, labels from the file's
+-- ENUM_CUDA_MEM_KIND), 'site' (call site signature), 'class' (true source class), 'nvtx' (innermost
+-- enclosing NVTX range) or 'stream'.
+-- long_calls, blocking_calls: the rules of model/rules.sql.
+-- fix: the fix of the group's longest call.
+WITH c AS (
+    SELECT host_ns, waited_for_gpu, bytes, fix, src_kind_name, dst_kind_name, source_class,
+           COALESCE(site, '(no backtrace)') AS site_g,
+           COALESCE(nvtx_range, '(no NVTX range)') AS nvtx_g,
+           'stream ' || stream_id::VARCHAR AS stream_g
+    FROM copies_x
+    WHERE $direction = 'all' OR direction = $direction
+),
+g AS (
+    SELECT CASE WHEN grouping(src_kind_name) = 0 THEN 'kind' WHEN grouping(site_g) = 0 THEN 'site'
+                WHEN grouping(source_class) = 0 THEN 'class' WHEN grouping(nvtx_g) = 0 THEN 'nvtx'
+                ELSE 'stream' END AS "by",
+           src_kind_name, dst_kind_name,
+           COALESCE(src_kind_name || ' -> ' || dst_kind_name, site_g, source_class, nvtx_g, stream_g) AS "group",
+           count(*) AS calls,
+           count(*) FILTER (WHERE is_long(host_ns, $min_ns)) AS long_calls,
+           count(*) FILTER (WHERE is_blocking(host_ns, $min_ns, waited_for_gpu)) AS blocking_calls,
+           COALESCE(sum(host_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0)::BIGINT AS long_ns,
+           COALESCE(sum(host_ns) FILTER (WHERE is_blocking(host_ns, $min_ns, waited_for_gpu)), 0)::BIGINT AS blocking_ns,
+           sum(host_ns)::BIGINT AS total_ns,
+           quantile_disc(host_ns, [0.5, 0.99]) AS q,
+           max(host_ns) AS max_ns,
+           sum(bytes)::BIGINT AS bytes,
+           string_agg(DISTINCT src_kind_name, ',' ORDER BY src_kind_name) AS src_kinds,
+           arg_max(fix, host_ns) AS fix
+    FROM c
+    GROUP BY GROUPING SETS ((src_kind_name, dst_kind_name), (site_g), (source_class), (nvtx_g), (stream_g))
+)
+SELECT "by", CASE WHEN "by" = 'kind' THEN src_kind_name END AS src_kind,
+       CASE WHEN "by" = 'kind' THEN dst_kind_name END AS dst_kind, "group",
+       calls, long_calls, blocking_calls, long_ns, blocking_ns, total_ns,
+       q[1] AS p50_ns, q[2] AS p99_ns, max_ns, bytes, src_kinds, fix
+FROM g
+ORDER BY "by", long_ns DESC, calls DESC, "group";

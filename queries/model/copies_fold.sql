@@ -1,0 +1,55 @@
+-- copies_fold: one row in `folded` for each call of `copies` that has several runtime rows (capture
+-- options such as --cudabacktrace add rows sharing the runtime row's correlationId) or several activity
+-- rows (copy_keys_multi), and what was found in fold_stats. The pipeline runs it only when such calls,
+-- or runtime rows without activity, exist. No parameters.
+-- The call keeps its CUDA runtime row (the shortest if several) and any callchain of its rows;
+-- several activity rows add up; exact duplicate activity rows (a damaged export) count once.
+CREATE TEMP TABLE fold_api AS
+WITH a AS (
+    SELECT a.*, global_pid_of(a.global_tid) AS global_pid
+    FROM api_raw a
+    WHERE a.correlation_id IN (SELECT correlation_id FROM copy_keys_multi)
+)
+SELECT * FROM (
+    SELECT *,
+           max(callchain_id) OVER w AS any_callchain,
+           count(*) OVER w AS api_rows,
+           row_number() OVER (PARTITION BY global_pid, correlation_id
+                              ORDER BY (event_class = (SELECT id FROM n.runtime_class)) IS TRUE DESC,
+                                       ("end" - start) NULLS LAST) AS rn
+    FROM a
+    WINDOW w AS (PARTITION BY global_pid, correlation_id)
+)
+WHERE rn = 1 AND (global_pid, correlation_id) IN (SELECT global_pid, correlation_id FROM copy_keys_multi);
+
+CREATE TEMP TABLE fold_memcpy_raw AS
+SELECT * FROM memcpy_raw WHERE correlation_id IN (SELECT correlation_id FROM copy_keys_multi);
+
+CREATE TEMP TABLE fold_memcpy AS SELECT DISTINCT * FROM fold_memcpy_raw;
+
+CREATE TEMP VIEW fold_calls AS
+SELECT a.global_tid, a.global_pid, a.correlation_id, any_value(a.name_id) AS name_id,
+       any_value(a.start) AS api_start, any_value(a."end") AS api_end,
+       min(m.start) AS gpu_start, max(m."end") AS gpu_end, sum(m.bytes)::BIGINT AS bytes,
+       any_value(m.copy_kind)::INTEGER AS copy_kind, any_value(m.src_kind)::INTEGER AS src_kind,
+       any_value(m.dst_kind)::INTEGER AS dst_kind, any_value(m.device_id)::INTEGER AS device_id,
+       any_value(m.stream_id)::INTEGER AS stream_id, count(*)::INTEGER AS activity_rows,
+       any_value(a.api_rows)::INTEGER AS api_rows,
+       any_value(COALESCE(a.callchain_id, a.any_callchain)) AS callchain_id
+FROM fold_api a
+JOIN fold_memcpy m
+  ON m.correlation_id = a.correlation_id AND (m.global_pid IS NULL OR m.global_pid = a.global_pid)
+GROUP BY a.global_tid, a.global_pid, a.correlation_id;
+
+INSERT INTO folded BY NAME SELECT * FROM with_nvtx('fold_calls');
+
+INSERT INTO fold_stats
+SELECT (SELECT count(*) FROM fold_memcpy_raw) - (SELECT count(*) FROM fold_memcpy),
+       (SELECT count(*) FROM (SELECT DISTINCT global_pid_of(global_tid), correlation_id FROM api_raw))
+       - (SELECT count(*) FROM copies c ANTI JOIN copy_keys_multi k USING (global_pid, correlation_id))
+       - (SELECT count(*) FROM folded);
+
+DROP VIEW fold_calls;
+DROP TABLE fold_api;
+DROP TABLE fold_memcpy_raw;
+DROP TABLE fold_memcpy;

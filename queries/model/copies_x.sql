@@ -1,0 +1,36 @@
+-- copies_x: every copy call with its labels, NVTX range, attribution and backlog (a view over the
+-- narrow `calls`: the strings live once in small tables, not once per call). No parameters.
+-- backlog_ns: GPU work queued ahead of the call on its stream (table `backlog`, computed by
+-- backlog.sql only for the calls a report needs; NULL for the others).
+-- waited_for_gpu: the rule of rules.sql.
+-- Filled on demand (model/pipeline.py, BACKLOG): backlog (backlog.sql), work and the windows it covers
+-- (work.sql, probe_windows.sql). Empty until a report needs them.
+CREATE TEMP TABLE backlog (global_pid BIGINT, correlation_id BIGINT, backlog_ns BIGINT);
+CREATE TEMP TABLE work (device_id INTEGER, stream_id INTEGER, start BIGINT, "end" BIGINT);
+CREATE TEMP TABLE work_windows (lo BIGINT, hi BIGINT);
+CREATE TEMP TABLE work_spans (lo BIGINT, hi BIGINT);
+
+CREATE TEMP VIEW copies_x AS
+SELECT c.global_pid, c.global_tid, c.correlation_id, c.name_id,
+       c.api_start, c.api_end, c.api_end - c.api_start AS host_ns,
+       c.gpu_start, c.gpu_end, c.gpu_end - c.gpu_start AS gpu_ns, c.bytes,
+       c.copy_kind, c.src_kind, c.dst_kind, c.device_id, c.stream_id, c.activity_rows, c.api_rows,
+       c.callchain_id, c.nvtx_id, c.kind_id,
+       s.value AS api_name,
+       tid_of(c.global_tid) AS tid,
+       pid_of(c.global_tid) AS pid,
+       k.src_kind_name, k.dst_kind_name, k.copy_kind_name, k.direction,
+       b.backlog_ns,
+       c.gpu_start - c.api_start AS wait_ns,
+       t.name AS nvtx_range, t.path AS nvtx_path,
+       a.site, a.site_line, a.site_origin, a.source_class, a.evidence, a.fix,
+       waited_for_gpu(c.api_end, c.gpu_start, c.api_end - c.api_start, b.backlog_ns) AS waited_for_gpu
+FROM calls_k c
+LEFT JOIN api_names s ON s.id = c.name_id
+JOIN kind_labels k ON k.kind_id = c.kind_id
+LEFT JOIN nvtx_tree t ON t.id = c.nvtx_id
+LEFT JOIN attrib a
+  ON a.kind_id = c.kind_id AND a.callchain_id IS NOT DISTINCT FROM c.callchain_id
+ AND a.py_site_id IS NOT DISTINCT FROM c.py_site_id
+LEFT JOIN backlog b ON b.global_pid = c.global_pid AND b.correlation_id = c.correlation_id
+WHERE c.api_end >= c.api_start;

@@ -1,0 +1,13 @@
+-- rules: what long, waited and blocking mean, defined once for every query (macros). No parameters.
+-- long: the host-side duration of the call (what the CPU thread lost) is at least min_ns.
+CREATE MACRO is_long(host_ns, min_ns) AS host_ns >= min_ns;
+-- waited behind the backlog: the call lasted at least half of the GPU work queued ahead of it on its
+-- stream (a pageable copy behind others in flight waits for their staging buffers and returns just
+-- before its own DMA starts). The sweep's threshold uses this rule alone (analyses/sweep.sql).
+CREATE MACRO waited_behind_backlog(host_ns, backlog_ns) AS host_ns >= 0.5 * backlog_ns;
+-- waited for the GPU: returned only after its own GPU copy had started, or waited behind the backlog.
+-- A long call that did not wait for the GPU is host overhead.
+CREATE MACRO waited_for_gpu(api_end, gpu_start, host_ns, backlog_ns) AS
+    api_end >= gpu_start OR (backlog_ns > 0 AND waited_behind_backlog(host_ns, backlog_ns));
+-- blocking (long-blocking): long and waited for the GPU.
+CREATE MACRO is_blocking(host_ns, min_ns, waited) AS is_long(host_ns, min_ns) AND waited;

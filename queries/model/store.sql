@@ -1,0 +1,24 @@
+-- store: the per-call tables of one trace, kept compressed in memory (DuckDB's in-memory database
+-- with COMPRESS compresses at each CHECKPOINT; the pipeline runs one after the steps that fill it):
+-- 2 M calls take ~90 MB instead of ~300 MB, so a multi-GB export is analysed in a few hundred MB
+-- without spilling to disk. Unqualified names find these tables (search_path). No parameters.
+--   memcpy_raw  the memcpy activity (CUPTI_ACTIVITY_KIND_MEMCPY), every row (store_memcpy.sql)
+--   api_raw     the runtime rows of the asynchronous memcpy calls (sqlite_copy_calls.sql), until calls.sql
+--   copies      one row per (runtime row, activity row) pair, part by part (copies_part.sql)
+--   folded      the calls with several such rows, one row each (copies_fold.sql, when there are any)
+--   fold_stats  what folding found (copies_fold.sql)
+ATTACH ':memory:' AS store (COMPRESS);
+SET search_path = 'main,store.main';
+
+CREATE TABLE store.memcpy_raw (start BIGINT, "end" BIGINT, device_id INTEGER, stream_id INTEGER,
+                               correlation_id BIGINT, global_pid BIGINT, bytes BIGINT, copy_kind INTEGER,
+                               src_kind INTEGER, dst_kind INTEGER);
+CREATE TABLE store.api_raw (start BIGINT, "end" BIGINT, event_class INTEGER, global_tid BIGINT,
+                            correlation_id BIGINT, name_id INTEGER, callchain_id BIGINT);
+CREATE TABLE store.copies (global_tid BIGINT, global_pid BIGINT, correlation_id BIGINT, name_id INTEGER,
+                           api_start BIGINT, api_end BIGINT, gpu_start BIGINT, gpu_end BIGINT, bytes BIGINT,
+                           copy_kind INTEGER, src_kind INTEGER, dst_kind INTEGER, device_id INTEGER,
+                           stream_id INTEGER, activity_rows INTEGER, api_rows INTEGER, callchain_id BIGINT,
+                           nvtx_id INTEGER);
+CREATE TABLE store.folded AS SELECT * FROM store.copies WHERE false;
+CREATE TABLE store.fold_stats (memcpy_duplicates BIGINT, api_rows_without_activity BIGINT);

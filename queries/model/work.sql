@@ -1,0 +1,14 @@
+-- work: everything that occupied a stream inside the spans the backlogs need (work_spans,
+-- probe_windows.sql): kernels and memsets (read by DuckDB's sqlite scanner) and copies (memcpy_raw,
+-- store.sql). A row counts when it ended after a span's start and started before its end: work that
+-- ended before the call or started after its copy cannot be queued ahead of it (streams run in
+-- order). No parameters.
+CREATE OR REPLACE TEMP TABLE work AS
+WITH w AS (
+    SELECT device_id::INTEGER AS device_id, stream_id::INTEGER AS stream_id, start, "end" FROM n.kernel
+    UNION ALL
+    SELECT device_id::INTEGER, stream_id::INTEGER, start, "end" FROM n.memset
+    UNION ALL
+    SELECT device_id, stream_id, start, "end" FROM memcpy_raw
+)
+SELECT w.* FROM w SEMI JOIN work_spans s ON w."end" >= s.lo AND w.start < s.hi;

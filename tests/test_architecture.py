@@ -1,0 +1,58 @@
+"""The house rules of issue 20, checked: layers as subpackages, small modules, a thin CLI, SQL by layer."""
+import ast
+from pathlib import Path
+
+import click
+
+from nsysh2d.cli import main
+from nsysh2d.model.pipeline import BACKLOG, PIPELINE
+from nsysh2d.source import sql
+
+PKG = Path(__file__).resolve().parent.parent / "nsysh2d"
+QUERIES = PKG.parent / "queries"
+
+
+def test_layers_are_subpackages():
+    subs = {p.parent.name for p in PKG.glob("*/__init__.py")}
+    assert {"source", "model", "analyses", "present"} <= subs
+
+
+def test_no_module_over_300_lines():
+    sizes = {str(p.relative_to(PKG)): len(p.read_text().splitlines()) for p in PKG.rglob("*.py")}
+    assert max(sizes.values()) <= 300, {k: v for k, v in sizes.items() if v > 300}
+
+
+def test_cli_command_bodies_at_most_20_lines():
+    tree = ast.parse((PKG / "cli.py").read_text())
+    commands = {c.callback.__name__ for c in main.commands.values() if isinstance(c, click.Command)}
+    long = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in commands:
+            body = node.body[1:] if isinstance(node.body[0], ast.Expr) else node.body  # the docstring is help text
+            lines = {n.lineno for stmt in body for n in ast.walk(stmt) if hasattr(n, "lineno")}
+            if len(lines) > 20:
+                long[node.name] = len(lines)
+    assert len(commands) >= 7 and not long, long
+
+
+def test_every_step_has_its_sql_file_with_a_header():
+    for step in PIPELINE + BACKLOG:
+        text = sql.load(f"model/{step.name}")
+        assert text.startswith(f"-- {step.name}:"), step.name
+    for f in QUERIES.glob("*/*.sql"):
+        assert f.read_text().startswith(f"-- {f.stem}:"), f
+    assert not list(QUERIES.glob("*.sql")), "every query lives in its layer's folder"
+
+
+def test_one_parameter_style():
+    # Python formats no SQL: every value reaches a query as a $parameter.
+    for f in QUERIES.glob("*/*.sql"):
+        assert "{" not in f.read_text().replace("{}", ""), f
+
+
+def test_rules_are_written_once():
+    texts = {f.name: f.read_text() for f in QUERIES.glob("*/*.sql")}
+    assert [n for n, t in texts.items() if "0.5 *" in t] == ["rules.sql"]
+    assert [n for n, t in texts.items() if "16777216" in t] == ["views.sql"]
+    kind_joins = [n for n, t in texts.items() if "k.src_kind IS NOT DISTINCT FROM c.src_kind" in t]
+    assert kind_joins == ["labels.sql"]
