@@ -3,6 +3,7 @@ code of a git revision and with the working tree, and diffs stdout, stderr, exit
 written (-o, --junit, --summary, baselines).
 
     python benchmarks/same_outputs.py 94131e0          # that commit vs the working tree
+    python benchmarks/same_outputs.py 94131e0 3e19195  # two commits
     python benchmarks/same_outputs.py 94131e0 --keep /tmp/out   # keep both sides' outputs
 
 Exit 0 when every output is byte-identical, 1 otherwise (the differing commands are listed). A refactor
@@ -59,16 +60,24 @@ def checkout(rev: str, dest: Path) -> Path:
     return dest
 
 
+# Runs the CLI of the code in folder argv[1]: an editable install's import hook would otherwise win over
+# sys.path and run the working tree's code for both sides.
+LAUNCH = ("import sys; sys.meta_path[:] = [f for f in sys.meta_path if 'Editable' not in repr(f)]; "
+          "sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = 'nsysh2d'; "
+          "import nsysh2d.cli; assert nsysh2d.cli.__file__.startswith(sys.path[0]), nsysh2d.cli.__file__; "
+          "nsysh2d.cli.main()")
+
+
 def run_all(code: Path, out: Path) -> dict[str, bytes]:
     """Every command's stdout, stderr, exit code and written files, by a name."""
     got = {}
-    env = {**os.environ, "PYTHONPATH": str(code), "NSYSH2D_CACHE_DIR": str(out / "cache"), "COLUMNS": "160"}
+    env = {**os.environ, "NSYSH2D_CACHE_DIR": str(out / "cache"), "COLUMNS": "160"}
     env.pop("GITHUB_ACTIONS", None)
     for i, args in enumerate(COMMANDS):
         files = out / f"files{i}"
         files.mkdir(parents=True)
         argv = [a.replace("{out}", str(files)) for a in args]
-        p = subprocess.run([sys.executable, "-m", "nsysh2d.cli", *argv], cwd=ROOT, env=env, capture_output=True)
+        p = subprocess.run([sys.executable, "-c", LAUNCH, str(code), *argv], cwd=ROOT, env=env, capture_output=True)
         key = " ".join(args)
         got[f"{key} :stdout"] = p.stdout.replace(str(files).encode(), b"{out}")
         got[f"{key} :stderr"] = p.stderr.replace(str(files).encode(), b"{out}")
@@ -80,14 +89,16 @@ def run_all(code: Path, out: Path) -> dict[str, bytes]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("rev", help="git revision to compare the working tree with")
+    ap.add_argument("rev", help="git revision to compare with")
+    ap.add_argument("new", nargs="?", help="a second revision (default: the working tree)")
     ap.add_argument("--keep", help="folder to keep both sides' outputs in")
     args = ap.parse_args()
     base = Path(args.keep or tempfile.mkdtemp(prefix="same-outputs-"))
     base.mkdir(parents=True, exist_ok=True)
     old_code = checkout(args.rev, Path(tempfile.mkdtemp(prefix="rev-", dir=base)))
     old = run_all(old_code, Path(tempfile.mkdtemp(prefix="old-", dir=base)))
-    new = run_all(ROOT, Path(tempfile.mkdtemp(prefix="new-", dir=base)))
+    new_code = checkout(args.new, Path(tempfile.mkdtemp(prefix="rev-", dir=base))) if args.new else ROOT
+    new = run_all(new_code, Path(tempfile.mkdtemp(prefix="new-", dir=base)))
     differ = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
     for k in differ:
         print(f"DIFFERS: {k}")

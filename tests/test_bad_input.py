@@ -112,8 +112,9 @@ def test_without_mem_kind_enum_warns_and_answers(cli, tmp_path):
     r = cli("analyze", p, "--format", "json")
     assert r.exit_code == 0
     rep = json.loads(r.stdout)["reports"][0]
-    assert {k["src_kind"] for k in rep["by_kind"]} == {"kind 0", "kind 1"}
-    assert any("ENUM_CUDA_MEM_KIND" in w for w in rep["warnings"])
+    # Decoded with the ids every ENUM table uses (issue 13), and said once.
+    assert {k["src_kind"] for k in rep["by_kind"]} == {"Pageable", "Pinned"}
+    assert sum("ENUM_CUDA_MEM_KIND" in w for w in rep["warnings"]) == 1
 
 
 def test_missing_required_column(cli, tmp_path):

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import EXIT_BAD_INPUT, BadInput, NsysH2DError
 from ..units import parse_duration, parse_fraction
-from .options import DEFAULT_STEP_PATTERN, DIRECTIONS, Options
+from .options import DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds
 
 
 @dataclass
@@ -73,6 +73,11 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
                 "max-blocked-per-step", per <= rules.max_blocked_per_step_ns,
                 f"{per / 1e6:.3f} ms host time in {what} copies per step over {steps} steps; allowed "
                 f"{rules.max_blocked_per_step_ns / 1e6:.3f} ms", offenders if per > rules.max_blocked_per_step_ns else []))
+    unclassified = rep["totals"].get("unclassified_calls", 0)
+    if unclassified:
+        results.append(RuleResult("classified-copies", False,
+                                  f"{unclassified} copy calls whose memory or copy kind cannot be decoded: they "
+                                  "cannot be judged, so the trace cannot pass (see the warnings of 'analyze')"))
     if baseline is not None:
         results += _against_baseline(rep, baseline, rules)
     return results
@@ -169,6 +174,7 @@ class GateSettings:
                 except (TypeError, ValueError, NsysH2DError) as e:
                     raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {conf[key]!r} ({e})") from None
         s = cls(**{k: v for k, v in values.items() if k in cls.CONVERT})
+        s.kinds = check_kinds(s.kinds)
         if s.count not in ("blocking", "long") or s.direction not in DIRECTIONS:
             raise NsysH2DError("bad count/direction setting", EXIT_BAD_INPUT)
         return s

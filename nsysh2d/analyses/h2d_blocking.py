@@ -33,13 +33,15 @@ class Totals:
     long_ns_per_step: float | None = None
     blocking_ns_per_step: float | None = None
     blocking_calls_per_step: float | None = None
+    # Calls of any direction whose kinds cannot be decoded: they cannot be judged (the gate fails).
+    unclassified_calls: int = 0
 
     @classmethod
-    def of(cls, kind_rows: list[dict], steps: Steps) -> "Totals":
+    def of(cls, kind_rows: list[dict], steps: Steps, unclassified: int = 0) -> "Totals":
         sums = {k: int(sum(r[k] or 0 for r in kind_rows)) for k in TOTAL_KEYS}
         return cls(**sums, long_ns_per_step=steps.per_step(sums["long_ns"]),
                    blocking_ns_per_step=steps.per_step(sums["blocking_ns"]),
-                   blocking_calls_per_step=steps.per_step(sums["blocking_calls"]))
+                   blocking_calls_per_step=steps.per_step(sums["blocking_calls"]), unclassified_calls=unclassified)
 
 
 @dataclass
@@ -87,7 +89,7 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     meta = model.meta
     return Report(path=model.path, nsys_version=meta.get("nsys_version"), schema_version=meta.get("schema_version"),
                   gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
-                  totals=Totals.of(kinds, steps), by_kind=kinds,
+                  totals=Totals.of(kinds, steps, model.anomalies.get("unclassified", 0)), by_kind=kinds,
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
                   warnings=model.warnings)
 

@@ -15,6 +15,8 @@ GROUPS = tuple(GROUPINGS)
 REPORT_GROUPS = ("site", "class", "nvtx", "stream")   # what a CLI report (and its cache entry) carries
 API_GROUPS = ("site", "class", "nvtx")                # Analysis.report's default
 COMPARED_GROUPS = ("kind", "class", "site", "nvtx")   # what compare sets side by side
+# Memory-kind labels of every ENUM_CUDA_MEM_KIND seen (queries/source/known_enums.sql has their ids).
+MEMORY_KINDS = ("Pageable", "Pinned", "Device", "Array", "Managed", "Device Static", "Managed Static", "Unknown")
 DEFAULT_MIN_NS = 100_000
 DEFAULT_STEP_PATTERN = r"^step\b"
 
@@ -44,3 +46,14 @@ def check_grouping(by: str) -> str:
     if by not in GROUPS:
         raise BadInput(f"bad grouping {by!r}: use one of {', '.join(GROUPS)}")
     return by
+
+
+def check_kinds(kinds) -> tuple[str, ...]:
+    """Memory-kind names as the file labels them, matched case-insensitively; unknown ones are an error."""
+    by_lower = {k.lower(): k for k in MEMORY_KINDS}
+    out = []
+    for k in kinds:
+        if str(k).strip().lower() not in by_lower:
+            raise BadInput(f"unknown memory kind {k!r}: use one of {', '.join(MEMORY_KINDS)}")
+        out.append(by_lower[str(k).strip().lower()])
+    return tuple(out)

@@ -14,8 +14,10 @@ class CopyModel:
         self._backlog_asked: set = set()
         pipeline.build(trace)
         self.warnings = list(trace.warnings)
+        self.anomalies: dict[str, int] = {}
         with pipeline.stage("anomalies"):
-            for what, n in trace.run("model/anomalies").fetchall():
+            for key, what, n in trace.run("model/anomalies").fetchall():
+                self.anomalies[key] = n or 0
                 if n:
                     self.warnings.append(f"{n} {what}")
 

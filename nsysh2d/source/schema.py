@@ -34,7 +34,9 @@ VIEWS = {
         "global_tid": "globalTid", "domain_id": "domainId"}),
     "callchains": ("CUDA_CALLCHAINS", "--cudabacktrace", {
         "id": "id", "symbol": "symbol", "module": "module", "depth": "stackDepth"}),
-    "meta_export": ("META_DATA_EXPORT", "(written by every nsys export)", {"name": "name", "value": "value"}),
+    # nsys <= 2023.1 names it EXPORT_META_DATA.
+    "meta_export": (("META_DATA_EXPORT", "EXPORT_META_DATA"), "(written by every nsys export)",
+                    {"name": "name", "value": "value"}),
     "gpu_info": ("TARGET_INFO_GPU", "--trace=cuda", {"name": "name"}),
 }
 TYPES = {"text": "VARCHAR", "value": "VARCHAR", "label": "VARCHAR", "name": "VARCHAR"}
@@ -46,21 +48,42 @@ REQUIRED_IF_PRESENT = {"memcpy": ["start", "end", "correlation_id", "bytes", "co
 
 
 
+# Views that fall back to source/known_enums.sql when the file has no such table.
+KNOWN_ENUMS = {"mem_kind_enum": "known_mem_kind", "copy_kind_enum": "known_copy_kind",
+               "event_class_enum": "known_event_class"}
+
+
+def table_of(tables: dict[str, set[str]], view: str) -> str | None:
+    """The file's table behind a view (the first of its names that the file has), or None."""
+    names = VIEWS[view][0]
+    for name in (names,) if isinstance(names, str) else names:
+        if name in tables:
+            return name
+    return None
+
+
 def source_columns(tables: dict[str, set[str]], view: str) -> tuple[str | None, dict[str, str | None]]:
     """(SQLite table or None, {normalized column: source column or None}) of a VIEWS entry."""
-    table, _option, cols = VIEWS[view]
-    have = tables.get(table)
-    if have is None:
+    _names, _option, cols = VIEWS[view]
+    table = table_of(tables, view)
+    if table is None:
         return None, {out: None for out in cols}
+    have = tables[table]
     return table, {out: (src if src in have else None) for out, src in cols.items()}
 
 
 def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]) -> None:
     """Schema n: one view per VIEWS entry over the attached file `src`, then source/views.sql."""
     con.execute("CREATE SCHEMA n")
-    missing_tables = []
-    for view, (table, option, cols) in VIEWS.items():
+    sql.run(con, "source/known_enums")
+    missing_tables, fallbacks = [], []
+    for view, (names, option, cols) in VIEWS.items():
+        table = names if isinstance(names, str) else names[0]
         have, mapped = source_columns(tables, view)
+        if have is None and view in KNOWN_ENUMS:
+            fallbacks.append(table)
+            con.execute(f"CREATE VIEW n.{view} AS SELECT id, label FROM {KNOWN_ENUMS[view]}")
+            continue
         needed = REQUIRED.get(view, [])
         if have is None and needed:
             missing_tables.append((table, option))
@@ -74,7 +97,7 @@ def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]
                     raise BadInput(f"{path}: table {table} has no column {cols[out]}; re-export with a "
                                    "current 'nsys export --type sqlite'")
                 exprs.append(f"CAST(NULL AS {TYPES.get(out, 'BIGINT')}) AS {out}")
-        source = f'src."{table}"' if have is not None else "(SELECT 1) WHERE false"
+        source = f'src."{have}"' if have is not None else "(SELECT 1) WHERE false"
         con.execute(f"CREATE VIEW n.{view} AS SELECT {', '.join(exprs)} FROM {source}")
     if missing_tables:
         table, option = missing_tables[0]
@@ -84,8 +107,9 @@ def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]
             raise BadInput(f"{path}: no CUDA API trace (table {table} is missing; capture with "
                            f"'nsys profile {option}')")
         raise BadInput(f"{path}: table {table} is missing {option} (not an nsys export?)")
-    if "ENUM_CUDA_MEM_KIND" not in tables:
-        warnings.append("no ENUM_CUDA_MEM_KIND table: memory kinds shown as numeric ids")
+    if fallbacks:
+        warnings.append(f"no {'/'.join(fallbacks)} table(s) (an nsys <= 2022.1 export?): kinds decoded with the "
+                        "ids every ENUM table of nsys 2022.4 .. 2026.1 uses")
     sql.run(con, "source/views")
 
 

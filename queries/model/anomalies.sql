@@ -1,17 +1,19 @@
--- anomalies: rows that still allow an answer but must not vanish silently. No parameters.
-SELECT 'memcpy activity rows duplicated exactly (counted once)' AS what,
+-- anomalies: rows that still allow an answer but must not vanish silently (key: a name for code, what:
+-- the warning's words, n: how many). No parameters.
+SELECT 'duplicates' AS key, 'memcpy activity rows duplicated exactly (counted once)' AS what,
        (SELECT memcpy_duplicates FROM copy_stats) AS n
 UNION ALL
-SELECT 'copy calls with a NULL or negative host duration (left out)',
+SELECT 'bad_duration', 'copy calls with a NULL or negative host duration (left out)',
        (SELECT count(*) FROM calls WHERE api_end IS NULL OR api_start IS NULL OR api_end < api_start)
 UNION ALL
-SELECT 'copy calls whose memory kind is not in ENUM_CUDA_MEM_KIND',
+SELECT 'unclassified', 'copy calls whose memory or copy kind cannot be decoded (ids unknown to the file and to nsysh2d)',
        (SELECT count(*) FROM calls_k c
-        SEMI JOIN (SELECT * FROM kind_labels WHERE src_kind_name LIKE 'kind %' OR dst_kind_name LIKE 'kind %') k
+        SEMI JOIN (SELECT * FROM kind_labels WHERE src_kind_name LIKE 'kind %' OR dst_kind_name LIKE 'kind %'
+                   OR copy_kind_name IS NULL) k
           ON k.kind_id = c.kind_id)
 UNION ALL
-SELECT 'async memcpy API calls with no memcpy activity row (not counted)',
+SELECT 'no_activity', 'async memcpy API calls with no memcpy activity row (not counted)',
        (SELECT api_rows_without_activity FROM copy_stats)
 UNION ALL
-SELECT 'NVTX range names longer than 1024 characters (cut)',
+SELECT 'long_names', 'NVTX range names longer than 1024 characters (cut)',
        (SELECT count(*) FROM nvtx_ranges WHERE name LIKE '%…' AND length(name) = 1024);
