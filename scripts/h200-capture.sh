@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
 # Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
-# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace
+# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/h200-out}
@@ -37,6 +37,14 @@ for stage in "$@"; do
       profile ${PROFILE_ARGS:-} "$work/src/workloads/qwen3vl.py" -- $QWEN_ARGS > "$OUT/qwen-trace.log" 2>&1; echo "rc=$?"
       grep -E "^\[|identical|wrote|next" "$OUT/qwen-trace.log" | tail -20
       cp "$work/out"/qwen3vl-*.sqlite "$OUT/" ;;
+    graph)  # workloads/graph_probe.py: host timer, then traces with --cuda-graph-trace=graph (default) and =node
+      for v in eager graph; do clean "$PY" "$work/src/workloads/graph_probe.py" --variant $v | tee -a "$OUT/graph-host.txt"; done
+      probe="--sample none --cudabacktrace none $work/src/workloads/graph_probe.py"
+      profile --name graph-probe $probe > "$OUT/graph-trace.log" 2>&1; echo "rc=$?"
+      profile --name graph-probe-node --variants graph --nsys-arg=--cuda-graph-trace=node $probe >> "$OUT/graph-trace.log" 2>&1
+      echo "rc=$?"; grep -E "graph_probe|wrote" "$OUT/graph-trace.log"
+      for f in graph-probe-eager graph-probe-graph graph-probe-node-graph; do
+        "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/$f.sqlite" "$OUT/$f.sqlite"; done ;;
   esac
 done
 ls -la "$OUT" "$work/out"

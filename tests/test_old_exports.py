@@ -94,3 +94,31 @@ def test_gate_kind_is_validated(cli):
     lower = cli("gate", SWEEP_TRACES["2025.3"], "--kind", "pageable", "--format", "json")
     exact = cli("gate", SWEEP_TRACES["2025.3"], "--kind", "Pageable", "--format", "json")
     assert lower.exit_code == exact.exit_code == 1 and lower.output == exact.output
+
+
+def kernels_as_graph_replays(src, dst, keep_graph_table=True):
+    """A real export rewritten as nsys --cuda-graph-trace=graph writes replays: the queued kernels become
+    rows of CUPTI_ACTIVITY_KIND_GRAPH_TRACE and leave the kernel table."""
+    shutil.copy(src, dst)
+    con = sqlite3.connect(dst)
+    if keep_graph_table:
+        con.execute("CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (start INT NOT NULL, end INT NOT NULL, "
+                    "deviceId INT NOT NULL, contextId INT, greenContextId INT, streamId INT NOT NULL, "
+                    "correlationId INT, globalPid INT, graphId INT, graphExecId INT)")
+        con.execute("INSERT INTO CUPTI_ACTIVITY_KIND_GRAPH_TRACE SELECT start, end, deviceId, contextId, NULL, "
+                    "streamId, correlationId, globalPid, 1, 1 FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL")
+    con.commit()
+    con.close()
+    return dst
+
+
+def test_backlog_behind_graph_replays(cli, tmp_path):
+    real = SWEEP_TRACES["2025.3"]
+    graphs = kernels_as_graph_replays(real, tmp_path / "graph.sqlite")
+    gone = kernels_as_graph_replays(real, tmp_path / "none.sqlite", keep_graph_table=False)
+    a, g, n = (analyze_json(cli, p, "--top", "20") for p in (real, graphs, gone))
+    backlog = lambda rep: [t["backlog_ns"] for t in rep["top"]]  # noqa: E731
+    assert max(backlog(a)) > 1_000_000            # the real trace has ms of queued kernels ahead
+    assert backlog(g) == backlog(a) and g["totals"] == a["totals"]
+    assert backlog(n) != backlog(a)               # without the graph rows the backlog is lost

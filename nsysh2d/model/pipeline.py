@@ -60,7 +60,7 @@ PIPELINE: tuple[Step, ...] = (
 BACKLOG: tuple[Step, ...] = (
     Step("backlog_probes", ("copies_x", "backlog"), ("probes",)),
     Step("probe_windows", ("probes",), ("work_windows", "work_spans")),
-    Step("work", ("work_spans", "n.kernel", "n.memset", "memcpy_raw"), ("work",)),
+    Step("work", ("work_spans", "n.kernel", "n.memset", "n.graph", "memcpy_raw"), ("work",)),
     Step("backlog", ("probes", "work"), ("backlog",)),
 )
 

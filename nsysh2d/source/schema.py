@@ -24,6 +24,11 @@ VIEWS = {
     "memset": ("CUPTI_ACTIVITY_KIND_MEMSET", "--trace=cuda", {
         "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",
         "correlation_id": "correlationId", "global_pid": "globalPid"}),
+    # CUDA graph replays as one row each (nsys --cuda-graph-trace=graph, the default); with =node their
+    # kernels are in the kernel table instead.
+    "graph": ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "--trace=cuda", {
+        "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",
+        "correlation_id": "correlationId", "global_pid": "globalPid"}),
     "strings": ("StringIds", "(written by every nsys export)", {"id": "id", "value": "value"}),
     "mem_kind_enum": ("ENUM_CUDA_MEM_KIND", "(written by every nsys export)", {"id": "id", "label": "label"}),
     "copy_kind_enum": ("ENUM_CUDA_MEMCPY_OPER", "(written by every nsys export)", {"id": "id", "label": "label"}),

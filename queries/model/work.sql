@@ -1,6 +1,7 @@
 -- work: everything that occupied a stream inside the spans the backlogs need (work_spans,
--- probe_windows.sql): kernels and memsets (read by DuckDB's sqlite scanner) and copies (memcpy_raw,
--- store.sql). A row counts when it ended after a span's start and started before its end: work that
+-- probe_windows.sql): kernels, memsets and CUDA graph replays (CUPTI_ACTIVITY_KIND_GRAPH_TRACE: with
+-- nsys's default --cuda-graph-trace=graph a replay is one row there and none in the kernel table), read
+-- by DuckDB's sqlite scanner, and copies (memcpy_raw, store.sql). A row counts when it ended after a span's start and started before its end: work that
 -- ended before the call or started after its copy cannot be queued ahead of it (streams run in
 -- order). No parameters.
 CREATE OR REPLACE TEMP TABLE work AS
@@ -8,6 +9,8 @@ WITH w AS (
     SELECT device_id::INTEGER AS device_id, stream_id::INTEGER AS stream_id, start, "end" FROM n.kernel
     UNION ALL
     SELECT device_id::INTEGER, stream_id::INTEGER, start, "end" FROM n.memset
+    UNION ALL
+    SELECT device_id::INTEGER, stream_id::INTEGER, start, "end" FROM n.graph
     UNION ALL
     SELECT device_id, stream_id, start, "end" FROM memcpy_raw
 )
