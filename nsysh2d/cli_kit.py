@@ -18,8 +18,38 @@ def fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
+INPUT_PARAMS = ("reports", "report", "before", "after", "sweep", "baseline", "config_path")
+OUTPUT_PARAMS = {"output": "-o", "junit_path": "--junit", "summary_path": "--summary", "plot_path": "--plot"}
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+class Command(click.Command):
+    """A command that never writes over one of its own inputs (-o run.sqlite for run.sqlite, or a link to it)."""
+
+    def invoke(self, ctx):
+        inputs = []
+        for name in INPUT_PARAMS:
+            v = ctx.params.get(name)
+            inputs += [v] if isinstance(v, str) else list(v or ())
+        for name, flag in OUTPUT_PARAMS.items():
+            out = ctx.params.get(name)
+            hit = next((i for i in inputs if out and _same_file(out, i)), None)
+            if hit:
+                raise NsysH2DError(f"{out}: {flag} names an input of this command ({hit}); refusing to overwrite it",
+                                   EXIT_BAD_INPUT)
+        return super().invoke(ctx)
+
+
 class Group(click.Group):
     """Turns every error into one line on stderr and a documented exit code."""
+
+    command_class = Command
 
     def main(self, *args, **kwargs):
         kwargs["standalone_mode"] = False

@@ -8,21 +8,30 @@ from .errors import BadInput
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
-def parse_duration(text: str) -> int:
-    """'100us', '1.5ms', '250000ns', '2s' -> nanoseconds. A bare number is nanoseconds."""
+def parse_duration(text) -> int:
+    """'100us', '1 ms', '1.5ms', '250000ns', '2s' -> nanoseconds. A number needs its unit (only 0 may go
+    without): a bare '100' meant 100 ns to some and 100 us to others."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ns|us|µs|ms|s)?\s*", str(text))
-    if not m:
-        raise BadInput(f"bad duration {text!r}: use a number with ns, us or ms (e.g. 100us)")
+    if not m or isinstance(text, bool):
+        raise BadInput(f"bad duration {text!r}: use a number with ns, us, ms or s (e.g. 100us, 1 ms)")
+    if m.group(2) is None and float(m.group(1)) != 0:
+        raise BadInput(f"bad duration {text!r}: give its unit, e.g. '{m.group(1)}us' or '{m.group(1)}ms'")
     return int(round(float(m.group(1)) * _UNITS[m.group(2) or "ns"]))
 
 
 def parse_fraction(text) -> float:
-    """'10%' or '0.1' -> 0.1."""
+    """'10%' or '0.1' -> 0.1; a bare number above 1 is refused ('10' would mean 1000%)."""
     t = str(text).strip()
     try:
-        return float(t[:-1]) / 100 if t.endswith("%") else float(t)
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
     except ValueError:
         raise BadInput(f"bad --tolerance {text!r}: use e.g. 10% or 0.1") from None
+    if isinstance(text, bool) or not 0 <= value < float("inf"):
+        raise BadInput(f"bad --tolerance {text!r}: a growth allowance is 0% or more (e.g. 10% or 0.1)")
+    if not t.endswith("%") and value > 1:
+        raise BadInput(f"bad --tolerance {text!r}: as a fraction that is {value * 100:g}%; write {t}% if you "
+                       "mean that many percent")
+    return value
 
 
 def format_ns(ns) -> str:

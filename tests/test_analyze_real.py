@@ -5,6 +5,7 @@ import pytest
 
 from conftest import SWEEP_TRACES, listing, sha256
 from nsysh2d.analysis import Analysis, Options, parse_duration
+from nsysh2d.errors import NsysH2DError
 
 
 def per_kind(path):
@@ -133,7 +134,10 @@ def test_input_untouched_and_nothing_written_beside(tmp_path, cli):
 def test_parse_duration():
     assert parse_duration("100us") == 100_000
     assert parse_duration("1.5ms") == 1_500_000
-    assert parse_duration("250") == 250
+    assert parse_duration("1 ms") == parse_duration("1ms") == 1_000_000
+    assert parse_duration("0") == 0
+    with pytest.raises(NsysH2DError, match="give its unit"):
+        parse_duration("250")   # bare numbers are ambiguous (issue 14)
     assert parse_duration("2 s") == 2_000_000_000
     with pytest.raises(Exception):
         parse_duration("fast")

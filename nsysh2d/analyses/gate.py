@@ -175,6 +175,12 @@ class GateSettings:
                     raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {conf[key]!r} ({e})") from None
         s = cls(**{k: v for k, v in values.items() if k in cls.CONVERT})
         s.kinds = check_kinds(s.kinds)
+        if "max_long_calls" not in from_command_line and "max-long-calls" in conf:
+            v = conf["max-long-calls"]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] max-long-calls = {v!r} (a whole number "
+                                   ">= 0)", EXIT_BAD_INPUT)
+        parse_fraction(s.tolerance)
         if s.count not in ("blocking", "long") or s.direction not in DIRECTIONS:
             raise NsysH2DError("bad count/direction setting", EXIT_BAD_INPUT)
         return s

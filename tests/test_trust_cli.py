@@ -1,0 +1,52 @@
+"""Promises of issues 14 and 19 kept through the real CLI: outputs never overwrite inputs, units and
+settings are validated with one line and exit 2."""
+import os
+import shutil
+
+import pytest
+
+from conftest import SWEEP_TRACES, run_cli, sha256
+
+REAL = SWEEP_TRACES["2025.3"]
+
+
+@pytest.mark.parametrize("args", [
+    ["analyze", "{t}", "-o", "{t}"], ["baseline", "{t}", "-o", "{t}"], ["baseline", "{t}", "-o", "{link}"],
+    ["compare", "{t}", "{t}", "-o", "{t}"], ["gate", "{t}", "--junit", "{t}"], ["gate", "{t}", "--summary", "{link}"],
+    ["threshold", "{t}", "-o", "{t}"]])
+def test_output_that_is_an_input_is_refused(tmp_path, args):
+    t = tmp_path / "t.sqlite"
+    shutil.copy(REAL, t)
+    (tmp_path / "link.json").symlink_to(t)
+    before = sha256(t)
+    r = run_cli(*[a.format(t=t, link=tmp_path / "link.json") for a in args])
+    assert r.returncode == 2 and "refusing to overwrite it" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    assert sha256(t) == before and sorted(os.listdir(tmp_path)) == ["link.json", "t.sqlite"]
+
+
+@pytest.mark.parametrize("args,message", [
+    (["analyze", REAL, "--min-duration", "100"], "give its unit"),
+    (["gate", REAL, "--max-blocked-per-step", "5"], "give its unit"),
+    (["gate", REAL, "--baseline", REAL, "--tolerance", "10"], "1000%"),
+    (["gate", REAL, "--tolerance", "-10%"], "0% or more"),
+    (["gate", REAL, "--tolerance", "nan"], "0% or more"),
+    (["gate", REAL, "--kind", "pagable"], "unknown memory kind"),
+])
+def test_bad_values_are_one_line_and_exit_2(args, message):
+    r = run_cli(*args)
+    assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_spaced_units_work_as_written(cli):
+    a = cli("analyze", REAL, "--min-duration", "1 ms", "--format", "json")
+    b = cli("analyze", REAL, "--min-duration", "1ms", "--format", "json")
+    assert a.exit_code == b.exit_code == 0 and a.output == b.output and '"min_duration_ns": 1000000' in a.output
+
+
+@pytest.mark.parametrize("value", ["-5", "1.9", "true"])
+def test_pyproject_max_long_calls_is_validated(tmp_path, value):
+    (tmp_path / "pyproject.toml").write_text(f"[tool.nsysh2d.gate]\nmax-long-calls = {value}\n")
+    r = run_cli("gate", REAL, "--config", tmp_path / "pyproject.toml")
+    assert r.returncode == 2 and "max-long-calls" in r.stderr and str(tmp_path) in r.stderr
