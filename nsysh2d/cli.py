@@ -275,7 +275,8 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
 # ----------------------------------------------------------------------------------------- cache
 @main.command("cache-clear")
 def cache_clear():
-    """Delete nsysh2d's cache folder (analysis results, exports of .nsys-rep files)."""
+    """Delete what nsysh2d wrote in its cache folder (analysis results, exports of .nsys-rep files,
+    spill files). A folder without its .nsysh2d-cache marker is not touched."""
     from .run import cache_root, clear_cache
 
     n = clear_cache()

@@ -27,6 +27,20 @@ def cache_root() -> Path:
     return Path(base)
 
 
+MARKER = ".nsysh2d-cache"           # written into the cache folder: cache-clear removes only marked folders
+CACHE_PARTS = ("reports", "exports", "spill")
+
+
+def cache_dir(part: str) -> Path:
+    """A folder of the cache (reports, exports, spill), created with the marker that says nsysh2d owns it."""
+    root = cache_root()
+    (root / part).mkdir(parents=True, exist_ok=True)
+    marker = root / MARKER
+    if not marker.exists():
+        marker.write_text("nsysh2d cache folder: 'nsysh2d cache-clear' deletes what it wrote here\n")
+    return root / part
+
+
 def file_key(path: str, salt: str = "") -> str:
     """A key that changes whenever the file does: real path, size, mtime, inode, ctime."""
     st = os.stat(path)
@@ -71,7 +85,7 @@ def _sql_digest() -> str:
 
 def entry_path(path: str, opts, groups) -> str:
     salt = json.dumps([__version__, _sql_digest(), vars(opts), list(groups)], sort_keys=True, default=str)
-    return str(cache_root() / "reports" / f"{file_key(path, salt)}.json")
+    return str(cache_root() / "reports" / f"{file_key(path, salt)}.json")   # cache_dir() when written
 
 
 def cached_report(path: str, opts, groups, use_cache=True, compute=None):
@@ -91,6 +105,7 @@ def cached_report(path: str, opts, groups, use_cache=True, compute=None):
         pass
     rep = compute()
     try:
+        cache_dir("reports")
         atomic_write(entry, json.dumps(rep.to_json(), default=str))
     except OSError:
         pass  # an unwritable cache folder only costs speed
@@ -98,9 +113,24 @@ def cached_report(path: str, opts, groups, use_cache=True, compute=None):
 
 
 def clear_cache() -> int:
+    """Deletes what nsysh2d wrote (its folders, then the marker); a folder without the marker is not ours."""
+    from .errors import BadInput
+
     root = cache_root()
-    n = sum(1 for _ in root.rglob("*") if _.is_file()) if root.exists() else 0
-    shutil.rmtree(root, ignore_errors=True)
+    if not root.exists():
+        return 0
+    if not (root / MARKER).is_file():
+        raise BadInput(f"{root}: not an nsysh2d cache folder (no {MARKER} marker); nothing deleted")
+    n = 0
+    for part in CACHE_PARTS:
+        if (root / part).is_dir():
+            n += sum(1 for f in (root / part).rglob("*") if f.is_file())
+            shutil.rmtree(root / part, ignore_errors=True)
+    (root / MARKER).unlink()
+    try:
+        root.rmdir()   # only when nothing else is left in it
+    except OSError:
+        pass
     return n
 
 

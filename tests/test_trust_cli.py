@@ -50,3 +50,20 @@ def test_pyproject_max_long_calls_is_validated(tmp_path, value):
     (tmp_path / "pyproject.toml").write_text(f"[tool.nsysh2d.gate]\nmax-long-calls = {value}\n")
     r = run_cli("gate", REAL, "--config", tmp_path / "pyproject.toml")
     assert r.returncode == 2 and "max-long-calls" in r.stderr and str(tmp_path) in r.stderr
+
+
+def test_cache_clear_removes_only_what_nsysh2d_wrote(tmp_path):
+    cache = tmp_path / "cache"
+    env = {"NSYSH2D_CACHE_DIR": str(cache)}
+    assert run_cli("analyze", REAL, env=env).returncode == 0
+    (cache / "my-notes.txt").write_text("keep me")
+    r = run_cli("cache-clear", env=env)
+    assert r.returncode == 0 and "removed 1 cached file(s)" in r.stdout
+    assert sorted(os.listdir(cache)) == ["my-notes.txt"]
+    # A folder nsysh2d never wrote (no marker): nothing is deleted.
+    stranger = tmp_path / "home"
+    stranger.mkdir()
+    (stranger / "thesis.tex").write_text("precious")
+    r = run_cli("cache-clear", env={"NSYSH2D_CACHE_DIR": str(stranger)})
+    assert r.returncode == 2 and "not an nsysh2d cache folder" in r.stderr
+    assert (stranger / "thesis.tex").read_text() == "precious"

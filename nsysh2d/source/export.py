@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import tempfile
 
-from ..run import cache_root, file_key
+from ..run import cache_dir, cache_root, file_key
 from ..errors import EXIT_EXPORT_FAILED, EXIT_NSYS_MISSING, BadInput, NsysH2DError
 from ..nsys import export_command, find_nsys
 
@@ -24,7 +24,7 @@ def sqlite_for_report(path: str, nsys: str | None = None) -> str:
     except NsysH2DError as e:
         raise NsysH2DError(f"{path}: reading a .nsys-rep needs the nsys CLI to export it ({e}); or export it "
                            "yourself with 'nsys export --type sqlite' and pass the .sqlite", EXIT_NSYS_MISSING) from None
-    out_dir.mkdir(parents=True, exist_ok=True)
+    cache_dir("exports")
     tmpdir = tempfile.mkdtemp(prefix="export-", dir=out_dir)
     try:
         tmp = os.path.join(tmpdir, "report.sqlite")

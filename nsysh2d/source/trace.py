@@ -27,11 +27,10 @@ def memory_limit() -> str:
 
 def _duckdb_config(threads: int | None) -> dict:
     """Bounded memory: past the limit DuckDB spills to a folder in the user's cache, not RAM."""
-    from ..run import cache_root
+    from ..run import cache_dir
 
-    spill = cache_root() / "spill"
     try:
-        spill.mkdir(parents=True, exist_ok=True)
+        spill = cache_dir("spill")
     except OSError:
         spill = Path(os.environ.get("TMPDIR", "/tmp"))
     # Arrow tables (ingest.py) give the planner no row counts; it then takes a join of millions of
