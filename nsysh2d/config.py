@@ -29,8 +29,11 @@ def gate_settings(path: Path | None = None) -> tuple[dict, Path | None]:
     p = path or find_pyproject()
     if p is None:
         return {}, None
+    from .source.files import check_regular
+
+    check_regular(p, "the settings file")
     try:
-        data = tomllib.loads(p.read_text())
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise BadInput(f"{p}: cannot read [tool.nsysh2d.gate] ({e})") from None
     section = data.get("tool", {}).get("nsysh2d", {}).get("gate", {})

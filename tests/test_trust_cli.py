@@ -67,3 +67,12 @@ def test_cache_clear_removes_only_what_nsysh2d_wrote(tmp_path):
     r = run_cli("cache-clear", env={"NSYSH2D_CACHE_DIR": str(stranger)})
     assert r.returncode == 2 and "not an nsysh2d cache folder" in r.stderr
     assert (stranger / "thesis.tex").read_text() == "precious"
+
+
+@pytest.mark.parametrize("option", ["--baseline", "--config", None])
+def test_a_fifo_is_refused_not_waited_on(tmp_path, option):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    args = ["gate", REAL, option, fifo] if option else ["analyze", fifo]
+    r = run_cli(*args)   # would block forever if the FIFO were opened
+    assert r.returncode == 2 and "not a regular file" in r.stderr and str(fifo) in r.stderr

@@ -197,8 +197,11 @@ class GateSettings:
 def read_baseline(path: str | None) -> dict | None:
     if not path:
         return None
+    from ..source.files import check_regular
+
+    check_regular(path, "the baseline")
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             base = json.load(f)
     except OSError as e:
         raise NsysH2DError(f"{path}: cannot read baseline ({e.strerror})", EXIT_BAD_INPUT) from None

@@ -22,6 +22,8 @@ def check_file(path: str) -> Path:
         raise BadInput(f"{path}: cannot read ({e.strerror})") from None
     if stat.S_ISDIR(st.st_mode):
         raise BadInput(f"{path}: is a directory, not an nsys SQLite export")
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{path}: not a regular file (a pipe or device?); give the export file itself")
     if st.st_size == 0:
         raise BadInput(f"{path}: empty file (an interrupted nsys export?)")
     try:
@@ -45,3 +47,15 @@ def check_file(path: str) -> Path:
         raise BadInput(f"{path}: not a SQLite export (an nsys report? export it with "
                        "'nsys export --type sqlite' or pass it as .nsys-rep)")
     raise BadInput(f"{path}: not a SQLite file")
+
+
+def check_regular(path, what: str) -> None:
+    """A settings file (baseline, pyproject) must be a regular file: reading a FIFO would block forever."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return  # the caller's read reports it
+    if not stat.S_ISREG(st.st_mode):
+        raise BadInput(f"{path}: {what} is not a regular file (a pipe or device?)")
