@@ -76,3 +76,23 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path, option):
     args = ["gate", REAL, option, fifo] if option else ["analyze", fifo]
     r = run_cli(*args)   # would block forever if the FIFO were opened
     assert r.returncode == 2 and "not a regular file" in r.stderr and str(fifo) in r.stderr
+
+
+def test_nsys_rep_results_name_the_users_file(tmp_path):
+    """A .nsys-rep is exported into the cache; results and errors still name the .nsys-rep (issue 13.5).
+    The export is put where nsysh2d keeps it, so no nsys CLI is needed here."""
+    from nsysh2d.run import file_key
+
+    cache = tmp_path / "cache"
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"not read: its export is already in the cache")
+    (cache / "exports").mkdir(parents=True)
+    shutil.copy(REAL, cache / "exports" / f"{file_key(str(rep))}.sqlite")
+    env = {"NSYSH2D_CACHE_DIR": str(cache)}
+    r = run_cli("analyze", rep, "--format", "json", env=env)
+    assert r.returncode == 0 and f'"path": "{rep}"' in r.stdout
+    g = run_cli("gate", rep, env=env)
+    assert g.returncode == 1 and f"FAIL  {rep}" in g.stdout
+    (cache / "exports" / f"{file_key(str(rep))}.sqlite").write_bytes(b"garbage" * 100)
+    bad = run_cli("analyze", rep, env=env)
+    assert bad.returncode == 2 and bad.stderr.startswith(f"nsysh2d: error: {rep} (exported to ")

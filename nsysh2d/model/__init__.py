@@ -55,7 +55,8 @@ class CopyModel:
 
     @property
     def path(self) -> str:
-        return self.trace.path
+        """The report as the user named it (a .nsys-rep stays a .nsys-rep)."""
+        return self.trace.source or self.trace.path
 
     @property
     def meta(self) -> dict:

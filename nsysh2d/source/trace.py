@@ -65,13 +65,24 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
     threads: int | None = None
+    source: str = ""   # what the user named: the .nsys-rep when `path` is its export in the cache
 
     @classmethod
     def open(cls, path: str, nsys: str | None = None, threads: int | None = None) -> "Trace":
-        path = str(path)
+        source = path = str(path)
         if path.endswith((".nsys-rep", ".qdrep")):
             from .export import sqlite_for_report
             path = sqlite_for_report(path, nsys)
+        try:
+            return cls._open(path, source, threads)
+        except NsysH2DError as e:
+            if path == source:
+                raise
+            # Name the user's report, not only the hashed export in the cache.
+            raise NsysH2DError(str(e).replace(path, f"{source} (exported to {path})", 1), e.exit_code) from None
+
+    @classmethod
+    def _open(cls, path: str, source: str, threads: int | None) -> "Trace":
         p = check_file(path)
         con = duckdb.connect(":memory:", config=_duckdb_config(threads))
         con.execute(f"LOAD '{_sqlite_extension_path()}'")
@@ -86,7 +97,7 @@ class Trace:
         tables: dict[str, set[str]] = {}
         for t, c in rows:
             tables.setdefault(t, set()).add(c)
-        tr = cls(str(p), con, tables, threads=threads)
+        tr = cls(str(p), con, tables, threads=threads, source=source)
         schema.build_views(con, tr.path, tables, tr.warnings)
         tr.meta = schema.read_meta(con)
         return tr
