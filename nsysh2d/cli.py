@@ -211,9 +211,11 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     explicit = {k for k in given if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE}
     settings = GateSettings.resolve(given, explicit, conf, conf_path)
     result = run_gate(reports, settings, lambda p, opts: analyze_one(p, opts, nsys_path, not no_cache))
+    for _path, msg, _c in result.errors:
+        click.echo(f"nsysh2d: error: {msg}", err=True)
     emit(gate_files(result, junit_path, summary_path, os.environ.get("GITHUB_ACTIONS") == "true"))
     emit(gate_output(fmt, result))
-    return 0 if result.passed else 1
+    return result.exit_code
 
 
 # ----------------------------------------------------------------------------------------- baseline

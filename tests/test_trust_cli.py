@@ -96,3 +96,18 @@ def test_nsys_rep_results_name_the_users_file(tmp_path):
     (cache / "exports" / f"{file_key(str(rep))}.sqlite").write_bytes(b"garbage" * 100)
     bad = run_cli("analyze", rep, env=env)
     assert bad.returncode == 2 and bad.stderr.startswith(f"nsysh2d: error: {rep} (exported to ")
+
+
+def test_gate_with_one_bad_input_still_reports_the_others(tmp_path):
+    import json
+    import xml.etree.ElementTree as ET
+
+    good = "tests/data/h200/qwen3vl-after.sqlite"
+    r = run_cli("gate", good, tmp_path / "nope.sqlite", "--format", "json", "--junit", tmp_path / "g.xml",
+                cwd=str(SWEEP_TRACES["2025.3"].parents[3]))
+    doc = json.loads(r.stdout)
+    assert r.returncode == 2 and doc["passed"] is False
+    assert [v["path"] for v in doc["verdicts"]] == [good] and doc["verdicts"][0]["passed"]
+    assert doc["errors"][0]["exit_code"] == 2 and "no such file" in doc["errors"][0]["error"]
+    suites = ET.parse(tmp_path / "g.xml").getroot()
+    assert sum(int(s.get("errors")) for s in suites) == 1 and len(suites) == 2

@@ -134,13 +134,24 @@ class Verdict:
 @dataclass
 class GateResult:
     verdicts: list[Verdict]
+    errors: list[tuple[str, str, int]] = field(default_factory=list)   # (path, message, exit code)
 
     @property
     def passed(self) -> bool:
-        return all(v.passed for v in self.verdicts)
+        return not self.errors and all(v.passed for v in self.verdicts)
+
+    @property
+    def exit_code(self) -> int:
+        """Bad input wins over a failed rule: 2 (or the input's own code), else 1 on a failure, else 0."""
+        if self.errors:
+            return max(c for _p, _m, c in self.errors)
+        return 0 if self.passed else 1
 
     def to_json(self) -> dict:
-        return {"passed": self.passed, "verdicts": [v.to_json() for v in self.verdicts]}
+        doc = {"passed": self.passed, "verdicts": [v.to_json() for v in self.verdicts]}
+        if self.errors:
+            doc["errors"] = [{"path": p, "error": m, "exit_code": c} for p, m, c in self.errors]
+        return doc
 
 
 # ------------------------------------------------------------------------------------ settings
@@ -215,8 +226,12 @@ def read_baseline(path: str | None) -> dict | None:
 def run_gate(reports, settings: GateSettings, analyze_one) -> GateResult:
     """A verdict per report path; analyze_one(path, Options) -> Report."""
     rules, base, opts = settings.rules(), read_baseline(settings.baseline), settings.options()
-    verdicts = []
+    result = GateResult([])
     for path in reports:
-        rep = analyze_one(path, opts)
-        verdicts.append(Verdict(rep.path, gate(rep.to_json(), rules, base)))
-    return GateResult(verdicts)
+        try:
+            rep = analyze_one(path, opts)
+        except NsysH2DError as e:   # judged as not passing; the others are still judged
+            result.errors.append((path, str(e), e.exit_code))
+            continue
+        result.verdicts.append(Verdict(rep.path, gate(rep.to_json(), rules, base)))
+    return result

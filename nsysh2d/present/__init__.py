@@ -41,7 +41,8 @@ def gate_output(fmt: str, result) -> str:
     if fmt == "json":
         return document(**result.to_json())
     if fmt == "markdown":
-        return summary_markdown(result.to_json()["verdicts"])
+        doc = result.to_json()
+        return summary_markdown(doc["verdicts"], doc.get("errors", []))
     return gate_text(result)
 
 
@@ -50,10 +51,11 @@ def gate_files(result, junit_path: str | None, summary_path: str | None, github:
     from ..run import atomic_write
     from .ci import github_annotations, junit, summary_markdown
 
-    verdicts = result.to_json()["verdicts"]
+    doc = result.to_json()
+    verdicts, errors = doc["verdicts"], doc.get("errors", [])
     if junit_path:
-        atomic_write(junit_path, junit(verdicts))
+        atomic_write(junit_path, junit(verdicts, errors))
     if summary_path:
         with open(summary_path, "a") as f:  # GitHub's step summary is appended to
-            f.write(summary_markdown(verdicts))
+            f.write(summary_markdown(verdicts, errors))
     return github_annotations(verdicts) if github else ""

@@ -14,9 +14,14 @@ def offender_line(o: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in o.items())
 
 
-def junit(verdicts: list[dict]) -> str:
-    """One test suite per report, one test case per rule."""
+def junit(verdicts: list[dict], errors: list[dict] = ()) -> str:
+    """One test suite per report, one test case per rule; a report that could not be read is an error case."""
     suites = ET.Element("testsuites", name="nsysh2d gate")
+    for e in errors:
+        s = ET.SubElement(suites, "testsuite", name=f"nsysh2d gate: {e['path']}", tests="1", failures="0",
+                          errors="1", skipped="0")
+        case = ET.SubElement(s, "testcase", classname="nsysh2d.gate", name="read-report")
+        ET.SubElement(case, "error", message=e["error"], type="bad-input").text = e["error"]
     for v in verdicts:
         rules = v["rules"]
         s = ET.SubElement(suites, "testsuite", name=f"nsysh2d gate: {v['path']}", tests=str(len(rules)),
@@ -32,8 +37,10 @@ def junit(verdicts: list[dict]) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
-def summary_markdown(verdicts: list[dict]) -> str:
+def summary_markdown(verdicts: list[dict], errors: list[dict] = ()) -> str:
     out = ["## nsysh2d gate", ""]
+    for e in errors:
+        out += [f"**ERROR** `{e['path']}`: {e['error'].replace('|', '/')} (not judged)", ""]
     for v in verdicts:
         out.append(f"**{'PASS' if v['passed'] else 'FAIL'}** `{v['path']}`")
         out += ["", "| rule | result | detail |", "|---|---|---|"]

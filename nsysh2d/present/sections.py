@@ -150,4 +150,5 @@ def gate_text(result) -> str:
         for r in v["rules"]:
             out.append(f"  [{'pass' if r['passed'] else 'FAIL'}] {r['name']}: {r['message']}")
             out += [f"      {offender_line(o)}" for o in r["offenders"][:10]]
+    out += [f"ERROR {p}: not judged (see stderr)" for p, _m, _c in result.errors]
     return "\n".join(out) + "\n"
