@@ -77,6 +77,8 @@ class Group(click.Group):
         except Exception as e:  # a bug: say so in one line, keep the traceback behind a variable
             if os.environ.get("NSYSH2D_DEBUG"):
                 raise
+            if type(e).__name__ == "InterruptException":  # Ctrl-C inside a DuckDB query
+                fail("interrupted", 130)
             if type(e).__name__ == "OutOfMemoryException":
                 from .source.trace import memory_limit
                 fail(f"out of memory (DuckDB limit {memory_limit()}; raise it with "

@@ -111,3 +111,44 @@ def test_gate_with_one_bad_input_still_reports_the_others(tmp_path):
     assert doc["errors"][0]["exit_code"] == 2 and "no such file" in doc["errors"][0]["error"]
     suites = ET.parse(tmp_path / "g.xml").getroot()
     assert sum(int(s.get("errors")) for s in suites) == 1 and len(suites) == 2
+
+
+def test_ctrl_c_inside_a_query_is_exit_130_and_writes_nothing(cli, tmp_path, monkeypatch):
+    """DuckDB turns SIGINT into InterruptException ('Query interrupted'): that is Ctrl-C, not a bug."""
+    import duckdb
+
+    import nsysh2d.run
+
+    def interrupted(*a, **k):
+        raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
+
+    monkeypatch.setattr(nsysh2d.run, "analyze_many", interrupted)
+    out = tmp_path / "r.json"
+    with pytest.raises(SystemExit) as e:
+        from nsysh2d.cli import main
+        main(["analyze", str(REAL), "-o", str(out)])
+    assert e.value.code == 130 and not out.exists()
+
+
+def test_newer_schema_columns_keep_working(cli, tmp_path):
+    """Newer exports add columns (schema 3.24, nsys 2026.1: greenContextId, copyCount, ...). Made from a real
+    2025.3 export by adding such columns: the answer must not change. (No real 3.24 export is bundled.)"""
+    import json
+    import sqlite3
+
+    new = tmp_path / "new.sqlite"
+    shutil.copy(REAL, new)
+    con = sqlite3.connect(new)
+    for table in ("CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_KERNEL"):
+        cols = {r[1] for r in con.execute(f"PRAGMA table_info({table})")}
+        for extra in ("greenContextId", "copyCount", "futureColumn"):
+            if extra not in cols:
+                con.execute(f"ALTER TABLE {table} ADD COLUMN {extra} INTEGER DEFAULT 7")
+    con.execute("UPDATE META_DATA_EXPORT SET value = '3.24.0' WHERE name = 'EXPORT_SCHEMA_VERSION'")
+    con.commit()
+    con.close()
+    a = json.loads(cli("analyze", REAL, "--format", "json").output)["reports"][0]
+    b = json.loads(cli("analyze", new, "--format", "json").output)["reports"][0]
+    assert b["schema_version"] == "3.24.0"
+    assert {k: v for k, v in a.items() if k not in ("path", "schema_version")} == \
+        {k: v for k, v in b.items() if k not in ("path", "schema_version")}
