@@ -267,10 +267,10 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
     result = threshold_report(sweep, nsys=nsys_path)
     if plot_path:
         try:
-            plot(result, plot_path, title=sweep)
+            plot(result.series, plot_path, title=sweep)
         except ImportError:
             raise NsysH2DError("--plot needs matplotlib: pip install 'nsysh2d[plot]'", EXIT_BAD_INPUT) from None
-    emit(threshold_output(fmt, result, sweep), output)
+    emit(threshold_output(fmt, result), output)
     return 0
 
 

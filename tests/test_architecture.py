@@ -56,3 +56,21 @@ def test_rules_are_written_once():
     assert [n for n, t in texts.items() if "16777216" in t] == ["views.sql"]
     kind_joins = [n for n, t in texts.items() if "k.src_kind IS NOT DISTINCT FROM c.src_kind" in t]
     assert kind_joins == ["labels.sql"]
+
+
+def test_typed_results_round_trip_through_json(cli):
+    import json
+
+    from conftest import AFTER, BEFORE, SWEEP
+    from nsysh2d.analyses.compare import Comparison, compare
+    from nsysh2d.analyses.gate import GateResult, GateSettings, run_gate
+    from nsysh2d.analyses.h2d_blocking import Report
+    from nsysh2d.analyses.options import Options
+    from nsysh2d.analyses.threshold import ThresholdResult, threshold_report
+    from nsysh2d.run import analyze_one
+
+    rb, ra = analyze_one(str(BEFORE), Options()), analyze_one(str(AFTER), Options())
+    for obj, cls in [(rb, Report), (compare(rb, ra), Comparison), (threshold_report(str(SWEEP)), ThresholdResult),
+                     (run_gate([str(BEFORE), "nope.sqlite"], GateSettings(), analyze_one), GateResult)]:
+        doc = json.loads(json.dumps(obj.to_json(), default=str))
+        assert cls.from_json(doc).to_json() == doc

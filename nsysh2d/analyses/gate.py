@@ -130,6 +130,10 @@ class Verdict:
     def to_json(self) -> dict:
         return {"path": self.path, "passed": self.passed, "rules": [asdict(r) for r in self.rules]}
 
+    @classmethod
+    def from_json(cls, d: dict) -> "Verdict":
+        return cls(d["path"], [RuleResult(**r) for r in d["rules"]])
+
 
 @dataclass
 class GateResult:
@@ -152,6 +156,11 @@ class GateResult:
         if self.errors:
             doc["errors"] = [{"path": p, "error": m, "exit_code": c} for p, m, c in self.errors]
         return doc
+
+    @classmethod
+    def from_json(cls, d: dict) -> "GateResult":
+        return cls([Verdict.from_json(v) for v in d["verdicts"]],
+                   [(e["path"], e["error"], e["exit_code"]) for e in d.get("errors", [])])
 
 
 # ------------------------------------------------------------------------------------ settings

@@ -7,6 +7,7 @@ the same figure taken per repeat, and `below` the largest payload under it that 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -34,13 +35,30 @@ def _first_from(sizes_waited: list[tuple[int, bool | None]]) -> int | None:
     return first
 
 
-def threshold_report(path: str, nsys: str | None = None) -> list[dict]:
-    """The thresholds of one sweep trace (rows of the `threshold --format json` contract)."""
+@dataclass
+class ThresholdResult:
+    """The thresholds of one sweep trace: one series per (variant, backlog, copies in flight), each a dict
+    with the documented keys of `threshold --format json` (variant, backlog_us, inflight, threshold_bytes, ...)."""
+    path: str
+    series: list[dict]
+
+    def to_json(self) -> dict:
+        return {"path": self.path, "thresholds": self.series}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "ThresholdResult":
+        if not isinstance(d.get("thresholds"), list):
+            raise TypeError("no thresholds list")
+        return cls(d["path"], d["thresholds"])
+
+
+def threshold_report(path: str, nsys: str | None = None) -> ThresholdResult:
+    """The thresholds of one sweep trace."""
     from ..model import CopyModel
 
     model = CopyModel.open(path, nsys=nsys)
     try:
-        return thresholds(sweep_rows(model))
+        return ThresholdResult(path, thresholds(sweep_rows(model)))
     finally:
         model.close()
 

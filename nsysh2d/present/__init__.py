@@ -26,12 +26,12 @@ def compare_output(fmt: str, comparison, before: str, after: str) -> str:
     return render_sections(fmt, compare_sections(comparison), f"{before}  ->  {after}")
 
 
-def threshold_output(fmt: str, result: list[dict], path: str) -> str:
+def threshold_output(fmt: str, result) -> str:
     if fmt == "json":
-        return document(path=path, thresholds=result)
+        return document(**result.to_json())
     from .sections import threshold_section
 
-    return render_sections(fmt, [threshold_section(result)], path)
+    return render_sections(fmt, [threshold_section(result.series)], result.path)
 
 
 def gate_output(fmt: str, result) -> str:
