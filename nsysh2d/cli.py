@@ -171,6 +171,9 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
               "long-blocking call sites or growth beyond --tolerance.")
 @click.option("--tolerance", default="10%", show_default=True, help="Growth over the baseline allowed (10% or 0.1).")
 @click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True, help="NVTX ranges that mark one step.")
+@click.option("--warmup-steps", type=click.IntRange(0), default=0, show_default=True,
+              help="With step ranges, the rules judge copies made during steps (the steady state); the first N "
+                   "steps are warm-up and not judged either.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
               help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
@@ -181,7 +184,7 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
 @click.option("--no-cache", is_flag=True)
 @click.pass_context
 def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step, kinds, direction, baseline,
-         tolerance, step_pattern, junit_path, summary_path, fmt, config_path, nsys_path, no_cache):
+         tolerance, step_pattern, warmup_steps, junit_path, summary_path, fmt, config_path, nsys_path, no_cache):
     """CI gate: exit 0 when the traces pass, 1 when a rule fails, 2 on bad input.
 
     \b
@@ -207,7 +210,7 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
     given = dict(max_long_calls=max_long_calls, count=count, min_duration=min_duration, kinds=tuple(kinds),
                  max_blocked_per_step=max_blocked_per_step, direction=direction, baseline=baseline,
-                 tolerance=tolerance, step_pattern=step_pattern)
+                 tolerance=tolerance, step_pattern=step_pattern, warmup_steps=warmup_steps)
     explicit = {k for k in given if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE}
     settings = GateSettings.resolve(given, explicit, conf, conf_path)
     result = run_gate(reports, settings, lambda p, opts: analyze_one(p, opts, nsys_path, not no_cache))

@@ -11,7 +11,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 KEYS = {"max-long-calls", "min-duration", "max-blocked-per-step", "kinds", "direction", "count", "tolerance",
-        "baseline", "step-pattern"}
+        "baseline", "step-pattern", "warmup-steps"}
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:

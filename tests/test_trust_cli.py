@@ -152,3 +152,40 @@ def test_newer_schema_columns_keep_working(cli, tmp_path):
     assert b["schema_version"] == "3.24.0"
     assert {k: v for k, v in a.items() if k not in ("path", "schema_version")} == \
         {k: v for k, v in b.items() if k not in ("path", "schema_version")}
+
+
+def long_copies_in_steps_sql(path, warmup, min_ns=100_000):
+    """Long H2D async copies made during step ranges past the warm-up, by plain SQL over the export."""
+    import re
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        ranges = con.execute("SELECT n.start, n.end, n.globalTid >> 24, COALESCE(n.text, s.value) FROM NVTX_EVENTS n "
+                             "LEFT JOIN StringIds s ON s.id = n.textId WHERE n.end IS NOT NULL").fetchall()
+        steps = sorted((a, b, p) for a, b, p, name in ranges if name and re.search(r"^step\b", name))
+        # One row per call: the CUDA runtime row (backtrace rows share its correlationId).
+        calls = con.execute("SELECT DISTINCT r.correlationId, r.start, r.end, r.globalTid >> 24 "
+                            "FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+                            "JOIN StringIds s ON s.id = r.nameId AND s.value GLOB 'cu*Memcpy*Async*' "
+                            "JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId "
+                            "AND m.copyKind = 1 WHERE r.eventClass = (SELECT id FROM ENUM_NSYS_EVENT_CLASS "
+                            "WHERE label = 'CUDA runtime') AND r.end - r.start >= ?", (min_ns,)).fetchall()
+    finally:
+        con.close()
+    return sum(1 for _c, a, b, p in calls if any(i >= warmup and sa <= a and b <= sb and sp == p
+                                              for i, (sa, sb, sp) in enumerate(steps)))
+
+
+@pytest.mark.parametrize("warmup", [0, 1, 5, 8])
+def test_gate_judges_the_steady_state(warmup):
+    """Issue 14: with step ranges the gate counts copies made during steps past the warm-up, and says so."""
+    import json
+
+    from conftest import BEFORE
+
+    r = run_cli("gate", BEFORE, "--count", "long", "--warmup-steps", warmup, "--format", "json", "--no-cache")
+    rule = json.loads(r.stdout)["verdicts"][0]["rules"][0]
+    n = long_copies_in_steps_sql(BEFORE, warmup)
+    assert rule["message"].startswith(f"{n} long h2d copies") and "judged: copies during" in rule["message"]
+    assert r.returncode == (1 if n else 0)

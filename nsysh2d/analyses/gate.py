@@ -21,6 +21,7 @@ class Rules:
     max_blocked_per_step_ns: int | None = None
     kinds: tuple[str, ...] = ()        # source memory kinds (file labels) the rules look at; empty: all
     tolerance: float = 0.10            # baseline growth allowed (fraction)
+    warmup_steps: int = 0              # with step ranges: the first N steps are not judged
 
     # The report fields and wording the rules use for what they count.
     @property
@@ -48,21 +49,42 @@ def _kind_ok(kind, rules: Rules) -> bool:
     return not rules.kinds or kind in rules.kinds
 
 
+def _scope(rep: dict, rules: Rules):
+    """(rows judged, rows outside, steps judged, words): with step ranges, only copies during steps past the
+    warm-up count (the steady state); without, every copy."""
+    import re
+
+    steps, by_step = rep["steps"]["steps"], rep.get("by_step")
+    kinds = [r for r in rep["by_kind"] if _kind_ok(r["src_kind"], rules)]
+    if not steps or by_step is None:
+        return kinds, [], steps, "", lambda t: True
+    rows = [r for r in by_step if _kind_ok(r["src_kind"], rules)]
+    judged = [r for r in rows if r["step"] is not None and r["step"] >= rules.warmup_steps]
+    outside = [r for r in rows if r not in judged]
+    n = max(steps - rules.warmup_steps, 0)
+    skip = f", first {rules.warmup_steps} skipped as warm-up" if rules.warmup_steps else ""
+    info = sum(r[rules.count_key] for r in outside)
+    words = (f"; judged: copies during {n} of {steps} step ranges{skip}"
+             + (f"; {info} {rules.what} copies outside them not judged" if info else ""))
+    pat = re.compile(rep["steps"]["pattern"])
+    in_step = lambda t: any(pat.search(p) for p in (t.get("nvtx_path") or "").split(" > "))  # noqa: E731
+    return judged, outside, n, words, in_step
+
+
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
     count_key, what = rules.count_key, rules.what
     results = []
-    kinds = [r for r in rep["by_kind"] if _kind_ok(r["src_kind"], rules)]
-    n = sum(r[count_key] for r in kinds)
+    judged, _outside, steps, words, in_step = _scope(rep, rules)
+    n = sum(r[count_key] for r in judged)
     offenders = [t for t in rep["top"] if _kind_ok(t["src_kind"], rules)
-                 and (t["waited_for_gpu"] or rules.count == "long")]
+                 and (t["waited_for_gpu"] or rules.count == "long") and in_step(t)]
     scope = f" from {'/'.join(rules.kinds)} memory" if rules.kinds else ""
     results.append(RuleResult(
         "max-long-calls", n <= rules.max_long_calls,
         f"{n} {what} {rep['direction']} copies{scope} (>= {rep['min_duration_ns'] / 1000:g} us host time); "
-        f"allowed {rules.max_long_calls}", offenders if n > rules.max_long_calls else []))
+        f"allowed {rules.max_long_calls}{words}", offenders if n > rules.max_long_calls else []))
     if rules.max_blocked_per_step_ns is not None:
-        steps = rep["steps"]["steps"]
-        blocked = sum(r[rules.time_key] for r in kinds)
+        blocked = sum(r[rules.time_key] for r in judged)
         if not steps:
             results.append(RuleResult("max-blocked-per-step", False,
                                       f"no NVTX step ranges matching {rep['steps']['pattern']!r}: cannot compute "
@@ -176,8 +198,9 @@ class GateSettings:
     baseline: str | None = None
     tolerance: str = "10%"
     step_pattern: str = DEFAULT_STEP_PATTERN
+    warmup_steps: int = 0
 
-    CONVERT = {"max_long_calls": int, "count": str, "min_duration": parse_duration,
+    CONVERT = {"warmup_steps": int, "max_long_calls": int, "count": str, "min_duration": parse_duration,
                "max_blocked_per_step": parse_duration, "direction": str, "baseline": str, "tolerance": str,
                "step_pattern": str, "kinds": lambda v: tuple([v] if isinstance(v, str) else v)}
 
@@ -208,7 +231,7 @@ class GateSettings:
     def rules(self) -> Rules:
         return Rules(max_long_calls=self.max_long_calls, count=self.count,
                      max_blocked_per_step_ns=self.max_blocked_per_step, kinds=tuple(self.kinds),
-                     tolerance=parse_fraction(self.tolerance))
+                     tolerance=parse_fraction(self.tolerance), warmup_steps=self.warmup_steps)
 
     def options(self) -> Options:
         return Options(min_ns=self.min_duration, direction=self.direction, top=20, step_pattern=self.step_pattern)

@@ -58,6 +58,7 @@ class Report:
     groups: dict[str, list[dict]]      # grouping -> rows (the JSON's by_site, by_class, ...)
     top: list[dict]
     warnings: list[str] = field(default_factory=list)
+    by_step: list[dict] = field(default_factory=list)   # per step ordinal (None: outside steps) and src kind
 
     def group(self, by: str) -> list[dict]:
         return self.by_kind if by == "kind" else self.groups[by]
@@ -67,17 +68,17 @@ class Report:
                 "gpu": self.gpu, "direction": self.direction, "min_duration_ns": self.min_duration_ns,
                 "steps": vars(self.steps).copy(), "totals": vars(self.totals).copy(), "by_kind": self.by_kind,
                 **{f"by_{g}": rows for g, rows in self.groups.items()},
-                "top": self.top, "warnings": self.warnings}
+                "top": self.top, "warnings": self.warnings, "by_step": self.by_step}
 
     @classmethod
     def from_json(cls, d: dict) -> "Report":
         """Raises KeyError/TypeError/AttributeError on a document of another shape."""
         known = {f.name for f in fields(cls)} - {"steps", "totals", "groups"}
-        groups = {k[3:]: v for k, v in d.items() if k.startswith("by_") and k != "by_kind"}
+        groups = {k[3:]: v for k, v in d.items() if k.startswith("by_") and k not in ("by_kind", "by_step")}
         if not all(isinstance(v, list) for v in [d["by_kind"], d["top"], *groups.values()]):
             raise TypeError("rows are not lists")
-        return cls(**{k: d[k] for k in known}, steps=Steps(**d["steps"]), totals=Totals(**d["totals"]),
-                   groups=groups)
+        return cls(**{k: d[k] for k in known if k != "by_step"}, steps=Steps(**d["steps"]),
+                   totals=Totals(**d["totals"]), groups=groups, by_step=list(d["by_step"]))
 
 
 def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
@@ -91,7 +92,8 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
                   gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
                   totals=Totals.of(kinds, steps, model.anomalies.get("unclassified", 0)), by_kind=kinds,
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
-                  warnings=model.warnings)
+                  warnings=model.warnings,
+                  by_step=model.rows("analyses/by_step", opts.params(pattern=opts.step_pattern)))
 
 
 def group_rows(model, by: str, opts: Options) -> list[dict]:
