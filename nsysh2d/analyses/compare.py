@@ -29,12 +29,6 @@ class Comparison:
     def from_json(cls, d: dict) -> "Comparison":
         return cls(d)
 
-    def __getitem__(self, key):
-        return self.doc[key]
-
-    def get(self, key, default=None):
-        return self.doc.get(key, default)
-
 
 def compare(before_report, after_report) -> Comparison:
     """Side-by-side figures per kind, class, call site and NVTX range, with deltas and what

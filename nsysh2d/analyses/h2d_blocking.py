@@ -73,11 +73,11 @@ class Report:
     @classmethod
     def from_json(cls, d: dict) -> "Report":
         """Raises KeyError/TypeError/AttributeError on a document of another shape."""
-        known = {f.name for f in fields(cls)} - {"steps", "totals", "groups"}
+        known = {f.name for f in fields(cls)} - {"steps", "totals", "groups", "by_step"}
         groups = {k[3:]: v for k, v in d.items() if k.startswith("by_") and k not in ("by_kind", "by_step")}
         if not all(isinstance(v, list) for v in [d["by_kind"], d["top"], *groups.values()]):
             raise TypeError("rows are not lists")
-        return cls(**{k: d[k] for k in known if k != "by_step"}, steps=Steps(**d["steps"]),
+        return cls(**{k: d[k] for k in known}, steps=Steps(**d["steps"]),
                    totals=Totals(**d["totals"]), groups=groups, by_step=list(d["by_step"]))
 
 
@@ -100,7 +100,7 @@ def group_rows(model, by: str, opts: Options) -> list[dict]:
     """Figures per group (analyses/summary.sql); every grouping comes from one pass, kept per options."""
     check_grouping(by)
     opts.check()
-    cache = model.__dict__.setdefault("_summaries", {})
+    cache = model.summaries
     key = (opts.min_ns, opts.direction, opts.top)
     if key not in cache:
         model.ensure_backlog(opts.min_ns, opts.direction, opts.top)

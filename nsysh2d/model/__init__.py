@@ -12,6 +12,7 @@ class CopyModel:
     def __init__(self, trace: Trace):
         self.trace = trace
         self._backlog_asked: set = set()
+        self.summaries: dict = {}   # analyses/summary.sql rows per (min_ns, direction, top): one pass serves all groupings
         pipeline.build(trace)
         self.warnings = list(trace.warnings)
         self.anomalies: dict[str, int] = {}
