@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .analyses.options import DEFAULT_STEP_PATTERN, DIRECTIONS, GROUPS
+from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, GROUPS
 from .cli_kit import FORMATS, Group, duration, emit, exit_code, report_options
 from .errors import EXIT_BAD_INPUT, NsysH2DError
 
@@ -87,11 +87,11 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @report_options
 @click.option("--top", default=10, show_default=True, type=click.IntRange(0), help="How many of the longest calls to list.")
-@click.option("--by", type=click.Choice(GROUPS), default="kind", show_default=True,
+@click.option("--by", type=click.Choice(GROUPS, case_sensitive=False), default="kind", show_default=True,
               help="Group by memory kind, call site, true source class, NVTX range or stream.")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: CPU count).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache.")
-def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_path, top, by, jobs, no_cache):
+def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, top, by, jobs, no_cache):
     """Report long-blocking async memcpy calls in nsys exports.
 
     REPORT is an nsys SQLite export (`nsys export --type sqlite`) or a .nsys-rep (exported with the
@@ -117,7 +117,8 @@ def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_pa
     from .present import analyze_output
     from .run import analyze_many
 
-    opts = Options(min_ns=min_duration, direction=direction, top=top, step_pattern=step_pattern)
+    opts = Options(min_ns=min_duration, direction=direction.lower(), top=top, step_pattern=step_pattern,
+                   calls=calls.lower())
     reps, errors = analyze_many(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache)
     for _path, msg, _code_ in errors:
         click.echo(f"nsysh2d: error: {msg}", err=True)
@@ -133,7 +134,7 @@ def analyze(reports, min_duration, direction, fmt, output, step_pattern, nsys_pa
 @click.argument("after", type=click.Path(dir_okay=True))
 @report_options
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache.")
-def compare(before, after, min_duration, direction, fmt, output, step_pattern, nsys_path, no_cache):
+def compare(before, after, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, no_cache):
     """Compare two traces (before/after a fix): per memory kind, source class, call site and NVTX
     range, with deltas, per-step figures when both carry step ranges, and what disappeared or appeared.
 
@@ -146,7 +147,8 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
     from .present import compare_output
     from .run import analyze_one
 
-    opts = Options(min_ns=min_duration, direction=direction, top=10, step_pattern=step_pattern)
+    opts = Options(min_ns=min_duration, direction=direction.lower(), top=10, step_pattern=step_pattern,
+                   calls=calls.lower())
     rb = analyze_one(before, opts, nsys_path, not no_cache)
     ra = analyze_one(after, opts, nsys_path, not no_cache)
     emit(compare_output(fmt, do_compare(rb, ra), before, after), output)
@@ -166,7 +168,9 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
               help="Fail when host time in long-blocking copies per NVTX step exceeds this (e.g. 1ms).")
 @click.option("--kind", "kinds", multiple=True, help="Only copies from this source memory kind (file label, "
               "e.g. Pageable); repeatable.")
-@click.option("--direction", type=click.Choice(DIRECTIONS), default="h2d", show_default=True)
+@click.option("--direction", type=click.Choice(DIRECTIONS, case_sensitive=False), default="h2d", show_default=True)
+@click.option("--calls", type=click.Choice(CALLS, case_sensitive=False), default="async", show_default=True,
+              help="Copy APIs the rules judge: async (the default), sync (cudaMemcpy, cuMemcpyHtoD) or all.")
 @click.option("--baseline", type=click.Path(dir_okay=False), help="Findings stored by `nsysh2d baseline`: fail on new "
               "long-blocking call sites or growth beyond --tolerance.")
 @click.option("--tolerance", default="10%", show_default=True, help="Growth over the baseline allowed (10% or 0.1).")
@@ -183,7 +187,7 @@ def compare(before, after, min_duration, direction, fmt, output, step_pattern, n
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
 @click.option("--no-cache", is_flag=True)
 @click.pass_context
-def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step, kinds, direction, baseline,
+def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step, kinds, direction, calls, baseline,
          tolerance, step_pattern, warmup_steps, junit_path, summary_path, fmt, config_path, nsys_path, no_cache):
     """CI gate: exit 0 when the traces pass, 1 when a rule fails, 2 on bad input.
 
@@ -195,8 +199,8 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
       no-growth             (with --baseline) no site's long-copy time grew beyond --tolerance
 
     Settings may also come from [tool.nsysh2d.gate] in pyproject.toml (the command line wins):
-    max-long-calls, count, min-duration, max-blocked-per-step, kinds, direction, baseline,
-    tolerance, step-pattern. When GITHUB_ACTIONS=true, failures are also printed as error annotations.
+    max-long-calls, count, min-duration, max-blocked-per-step, kinds, direction, calls, baseline,
+    tolerance, step-pattern, warmup-steps. When GITHUB_ACTIONS=true, failures are also printed as error annotations.
 
     \b
       nsysh2d baseline main.sqlite -o nsysh2d-baseline.json
@@ -209,7 +213,8 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
     given = dict(max_long_calls=max_long_calls, count=count, min_duration=min_duration, kinds=tuple(kinds),
-                 max_blocked_per_step=max_blocked_per_step, direction=direction, baseline=baseline,
+                 max_blocked_per_step=max_blocked_per_step, direction=direction.lower(), calls=calls.lower(),
+                 baseline=baseline,
                  tolerance=tolerance, step_pattern=step_pattern, warmup_steps=warmup_steps)
     explicit = {k for k in given if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE}
     settings = GateSettings.resolve(given, explicit, conf, conf_path)
@@ -226,19 +231,20 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
 @click.argument("report", type=click.Path(dir_okay=True))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Baseline JSON to write.")
 @click.option("--min-duration", default="100us", show_default=True, callback=duration)
-@click.option("--direction", type=click.Choice(DIRECTIONS), default="h2d", show_default=True)
+@click.option("--direction", type=click.Choice(DIRECTIONS, case_sensitive=False), default="h2d", show_default=True)
+@click.option("--calls", type=click.Choice(CALLS, case_sensitive=False), default="async", show_default=True)
 @click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True)
 @click.option("--nsys", "nsys_path")
 @click.option("--no-cache", is_flag=True)
-def baseline(report, output, min_duration, direction, step_pattern, nsys_path, no_cache):
+def baseline(report, output, min_duration, direction, calls, step_pattern, nsys_path, no_cache):
     """Store a trace's findings (per call site, kind, class; steps) for `gate --baseline`."""
     from .analyses.gate import baseline_from
     from .analyses.options import Options
     from .present import to_json
     from .run import analyze_one, atomic_write
 
-    rep = analyze_one(report, Options(min_ns=min_duration, direction=direction, step_pattern=step_pattern),
-                      nsys_path, not no_cache)
+    opts = Options(min_ns=min_duration, direction=direction.lower(), step_pattern=step_pattern, calls=calls.lower())
+    rep = analyze_one(report, opts, nsys_path, not no_cache)
     atomic_write(output, to_json(baseline_from(rep)))
     sites = sum(1 for s in rep.groups["site"] if s["blocking_calls"])
     click.echo(f"wrote {output}: {rep.totals.blocking_calls} long-blocking copies at {sites} call site(s)")

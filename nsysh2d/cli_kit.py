@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .analyses.options import DEFAULT_STEP_PATTERN, DIRECTIONS
+from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
 
 FORMATS = ["table", "json", "csv", "markdown"]
@@ -112,8 +112,12 @@ def exit_code(errors) -> int:
 common_report_options = [
     click.option("--min-duration", default="100us", show_default=True, callback=duration,
                  help="A call is long when its host-side duration is at least this (ns, us, ms)."),
-    click.option("--direction", type=click.Choice(DIRECTIONS), default="h2d", show_default=True,
-                 help="Which copies to report."),
+    click.option("--direction", type=click.Choice(DIRECTIONS, case_sensitive=False), default="h2d",
+                 show_default=True, help="Which copies to report."),
+    click.option("--calls", type=click.Choice(CALLS, case_sensitive=False), default="async", show_default=True,
+                 help="Which copy APIs the figures count: async (cudaMemcpyAsync, cuMemcpyHtoDAsync: should not "
+                      "block), sync (cudaMemcpy, cuMemcpyHtoD: block by definition) or all. The per-API table "
+                      "always shows both."),
     click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
     click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout."),
     click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
 # Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
-# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph
+# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/h200-out}
@@ -45,6 +45,13 @@ for stage in "$@"; do
       echo "rc=$?"; grep -E "graph_probe|wrote" "$OUT/graph-trace.log"
       for f in graph-probe-eager graph-probe-graph graph-probe-node-graph; do
         "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/$f.sqlite" "$OUT/$f.sqlite"; done ;;
+    api|api-pybt)  # workloads/api_probe.py: host timer, then a trace (api-pybt: with Python backtraces)
+      name=api-probe; args="--sample none --cudabacktrace none"
+      [ "$stage" = api-pybt ] && { name=api-probe-pybt; args="--python-backtrace"; }
+      [ "$stage" = api ] && clean "$PY" "$work/src/workloads/api_probe.py" | tee -a "$OUT/api-host.txt"
+      profile --name $name --no-variants $args "$work/src/workloads/api_probe.py" > "$OUT/$name.log" 2>&1
+      echo "rc=$?"; grep -E "api_probe|wrote" "$OUT/$name.log"
+      "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/$name.sqlite" "$OUT/$name.sqlite" ;;
   esac
 done
 ls -la "$OUT" "$work/out"

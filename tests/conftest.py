@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"
 SHARED = DATA / "shared"
 H200 = DATA / "h200"
+THIRDPARTY = DATA / "thirdparty"
 SWEEP_TRACES = {
     "2023.4": SHARED / "h200-sweep-nsys2023.4.sqlite",
     "2025.3": SHARED / "h200-sweep-nsys2025.3.sqlite",

@@ -38,8 +38,9 @@ def compare(before_report, after_report) -> Comparison:
     per_step = bool(sb and sa)
     out = {"before": _meta(before), "after": _meta(after), "per_step": per_step,
            "min_duration_ns": after["min_duration_ns"], "direction": after["direction"]}
-    if before["min_duration_ns"] != after["min_duration_ns"] or before["direction"] != after["direction"]:
-        raise BadInput("the two reports were analyzed with different --min-duration/--direction")
+    if (before["min_duration_ns"] != after["min_duration_ns"] or before["direction"] != after["direction"]
+            or before.get("calls") != after.get("calls")):
+        raise BadInput("the two reports were analyzed with different --min-duration/--direction/--calls")
     out["totals"] = _pair(before["totals"], after["totals"], sb, sa,
                           keys=("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes"))
     disappeared, appeared = [], []

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import EXIT_BAD_INPUT, BadInput, NsysH2DError
 from ..units import parse_duration, parse_fraction
-from .options import DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds
+from .options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds
 
 
 @dataclass
@@ -107,8 +107,9 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
 
 def _against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
     what, key, t_key = rules.what, rules.count_key, rules.time_key
-    if baseline.get("min_duration_ns") != rep["min_duration_ns"] or baseline.get("direction") != rep["direction"]:
-        raise BadInput("baseline was made with a different --min-duration/--direction; remake it")
+    if (baseline.get("min_duration_ns") != rep["min_duration_ns"] or baseline.get("direction") != rep["direction"]
+            or baseline.get("calls", "async") != rep.get("calls", "async")):
+        raise BadInput("baseline was made with a different --min-duration/--direction/--calls; remake it")
     base_sites = {r["group"]: r for r in baseline.get("by_site", [])}
     now_sites = {r["group"]: r for r in rep.get("by_site", []) if r[key]}
     new = [s for s in now_sites if not (base_sites.get(s, {}).get(key))]
@@ -136,7 +137,7 @@ def _against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
 def baseline_from(report) -> dict:
     """The findings a baseline keeps of a Report (the baseline file's JSON)."""
     rep = report.to_json()
-    keep = ("path", "nsys_version", "schema_version", "direction", "min_duration_ns", "steps", "totals",
+    keep = ("path", "nsys_version", "schema_version", "direction", "calls", "min_duration_ns", "steps", "totals",
             "by_kind", "by_site", "by_class")
     return {"nsysh2d_baseline": 1, **{k: rep[k] for k in keep if k in rep}}
 
@@ -195,13 +196,14 @@ class GateSettings:
     max_blocked_per_step: int | None = None
     kinds: tuple = ()
     direction: str = "h2d"
+    calls: str = "async"
     baseline: str | None = None
     tolerance: str = "10%"
     step_pattern: str = DEFAULT_STEP_PATTERN
     warmup_steps: int = 0
 
     CONVERT = {"warmup_steps": int, "max_long_calls": int, "count": str, "min_duration": parse_duration,
-               "max_blocked_per_step": parse_duration, "direction": str, "baseline": str, "tolerance": str,
+               "max_blocked_per_step": parse_duration, "direction": str, "calls": str, "baseline": str, "tolerance": str,
                "step_pattern": str, "kinds": lambda v: tuple([v] if isinstance(v, str) else v)}
 
     @classmethod
@@ -224,8 +226,12 @@ class GateSettings:
                 raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] max-long-calls = {v!r} (a whole number "
                                    ">= 0)", EXIT_BAD_INPUT)
         parse_fraction(s.tolerance)
-        if s.count not in ("blocking", "long") or s.direction not in DIRECTIONS:
-            raise NsysH2DError("bad count/direction setting", EXIT_BAD_INPUT)
+        for key, value, allowed in (("count", s.count, ("blocking", "long")), ("direction", s.direction, DIRECTIONS),
+                                    ("calls", s.calls, CALLS)):
+            if str(value).lower() not in allowed:
+                raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {value!r} (use one of "
+                                   f"{', '.join(allowed)})", EXIT_BAD_INPUT)
+        s.count, s.direction, s.calls = s.count.lower(), s.direction.lower(), s.calls.lower()
         return s
 
     def rules(self) -> Rules:
@@ -234,7 +240,8 @@ class GateSettings:
                      tolerance=parse_fraction(self.tolerance), warmup_steps=self.warmup_steps)
 
     def options(self) -> Options:
-        return Options(min_ns=self.min_duration, direction=self.direction, top=20, step_pattern=self.step_pattern)
+        return Options(min_ns=self.min_duration, direction=self.direction, top=20, step_pattern=self.step_pattern,
+                       calls=self.calls)
 
 
 def read_baseline(path: str | None) -> dict | None:

@@ -35,13 +35,23 @@ class Totals:
     blocking_calls_per_step: float | None = None
     # Calls of any direction whose kinds cannot be decoded: they cannot be judged (the gate fails).
     unclassified_calls: int = 0
+    # The async/sync split of this direction, whatever --calls counts above (from by_api).
+    async_calls: int = 0
+    async_long_calls: int = 0
+    async_long_ns: int = 0
+    sync_calls: int = 0
+    sync_long_calls: int = 0
+    sync_long_ns: int = 0
 
     @classmethod
-    def of(cls, kind_rows: list[dict], steps: Steps, unclassified: int = 0) -> "Totals":
+    def of(cls, kind_rows: list[dict], steps: Steps, unclassified: int = 0, api_rows=()) -> "Totals":
         sums = {k: int(sum(r[k] or 0 for r in kind_rows)) for k in TOTAL_KEYS}
+        split = {f"{side}_{k}": int(sum(r[k] or 0 for r in api_rows if bool(r["sync"]) == (side == "sync")))
+                 for side in ("async", "sync") for k in ("calls", "long_calls", "long_ns")}
         return cls(**sums, long_ns_per_step=steps.per_step(sums["long_ns"]),
                    blocking_ns_per_step=steps.per_step(sums["blocking_ns"]),
-                   blocking_calls_per_step=steps.per_step(sums["blocking_calls"]), unclassified_calls=unclassified)
+                   blocking_calls_per_step=steps.per_step(sums["blocking_calls"]), unclassified_calls=unclassified,
+                   **split)
 
 
 @dataclass
@@ -59,26 +69,29 @@ class Report:
     top: list[dict]
     warnings: list[str] = field(default_factory=list)
     by_step: list[dict] = field(default_factory=list)   # per step ordinal (None: outside steps) and src kind
+    calls: str = "async"                                 # which copy APIs the figures count (options.CALLS)
+    by_api: list[dict] = field(default_factory=list)     # per copy API, sync and async whatever `calls` is
 
     def group(self, by: str) -> list[dict]:
-        return self.by_kind if by == "kind" else self.groups[by]
+        return {"kind": self.by_kind, "api": self.by_api}.get(by) or self.groups[by]
 
     def to_json(self) -> dict:
         return {"path": self.path, "nsys_version": self.nsys_version, "schema_version": self.schema_version,
                 "gpu": self.gpu, "direction": self.direction, "min_duration_ns": self.min_duration_ns,
                 "steps": vars(self.steps).copy(), "totals": vars(self.totals).copy(), "by_kind": self.by_kind,
                 **{f"by_{g}": rows for g, rows in self.groups.items()},
-                "top": self.top, "warnings": self.warnings, "by_step": self.by_step}
+                "top": self.top, "warnings": self.warnings, "by_step": self.by_step, "calls": self.calls,
+                "by_api": self.by_api}
 
     @classmethod
     def from_json(cls, d: dict) -> "Report":
         """Raises KeyError/TypeError/AttributeError on a document of another shape."""
-        known = {f.name for f in fields(cls)} - {"steps", "totals", "groups", "by_step"}
-        groups = {k[3:]: v for k, v in d.items() if k.startswith("by_") and k not in ("by_kind", "by_step")}
+        known = {f.name for f in fields(cls)} - {"steps", "totals", "groups", "by_step", "by_api"}
+        groups = {k[3:]: v for k, v in d.items() if k.startswith("by_") and k not in ("by_kind", "by_step", "by_api")}
         if not all(isinstance(v, list) for v in [d["by_kind"], d["top"], *groups.values()]):
             raise TypeError("rows are not lists")
         return cls(**{k: d[k] for k in known}, steps=Steps(**d["steps"]),
-                   totals=Totals(**d["totals"]), groups=groups, by_step=list(d["by_step"]))
+                   totals=Totals(**d["totals"]), groups=groups, by_step=list(d["by_step"]), by_api=list(d["by_api"]))
 
 
 def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
@@ -88,20 +101,24 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     row = model.rows("analyses/steps", {"pattern": opts.step_pattern})[0]
     steps = Steps(opts.step_pattern, row["steps"], row["step_ns"])
     meta = model.meta
+    apis = api_rows(model, opts)
     return Report(path=model.path, nsys_version=meta.get("nsys_version"), schema_version=meta.get("schema_version"),
                   gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
-                  totals=Totals.of(kinds, steps, model.anomalies.get("unclassified", 0)), by_kind=kinds,
+                  totals=Totals.of(kinds, steps, model.anomalies.get("unclassified", 0), apis), by_kind=kinds,
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
                   warnings=model.warnings,
-                  by_step=model.rows("analyses/by_step", opts.params(pattern=opts.step_pattern)))
+                  by_step=model.rows("analyses/by_step", opts.params(pattern=opts.step_pattern)),
+                  calls=opts.calls, by_api=apis)
 
 
 def group_rows(model, by: str, opts: Options) -> list[dict]:
     """Figures per group (analyses/summary.sql); every grouping comes from one pass, kept per options."""
     check_grouping(by)
+    if by == "api":
+        return api_rows(model, opts)
     opts.check()
     cache = model.summaries
-    key = (opts.min_ns, opts.direction, opts.top)
+    key = (opts.min_ns, opts.direction, opts.top, opts.calls)
     if key not in cache:
         model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
         from ..model.pipeline import stage
@@ -118,3 +135,10 @@ def top_rows(model, opts: Options) -> list[dict]:
     from ..model.pipeline import stage
     with stage("top calls"):
         return model.rows("analyses/top", opts.params(limit=opts.top))
+
+
+def api_rows(model, opts: Options) -> list[dict]:
+    """Figures per copy API, synchronous and asynchronous (analyses/by_api.sql)."""
+    opts.check()
+    model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
+    return model.rows("analyses/by_api", {"min_ns": opts.min_ns, "direction": opts.direction})

@@ -8,9 +8,12 @@ from dataclasses import dataclass
 from ..errors import BadInput
 
 DIRECTIONS = ("h2d", "d2h", "all")
+# Which copy APIs the figures count: asynchronous (cudaMemcpyAsync, cuMemcpyHtoDAsync_v2: the calls that
+# should not block), synchronous (cudaMemcpy, cuMemcpyHtoD_v2: block by definition) or both.
+CALLS = ("async", "sync", "all")
 # Every grouping, with its title in tables; the first is the default of `analyze --by`.
 GROUPINGS = {"kind": "memory kind", "site": "call site", "class": "source class", "nvtx": "NVTX range",
-             "stream": "stream"}
+             "stream": "stream", "api": "copy API"}
 GROUPS = tuple(GROUPINGS)
 REPORT_GROUPS = ("site", "class", "nvtx", "stream")   # what a CLI report (and its cache entry) carries
 API_GROUPS = ("site", "class", "nvtx")                # Analysis.report's default
@@ -26,11 +29,14 @@ class Options:
     min_ns: int = DEFAULT_MIN_NS
     direction: str = "h2d"
     top: int = 10
+    calls: str = "async"
     step_pattern: str = DEFAULT_STEP_PATTERN
 
     def check(self) -> "Options":
         if self.direction not in DIRECTIONS:
             raise BadInput(f"bad direction {self.direction!r}: use one of {', '.join(DIRECTIONS)}")
+        if self.calls not in CALLS:
+            raise BadInput(f"bad calls {self.calls!r}: use one of {', '.join(CALLS)}")
         try:
             re.compile(self.step_pattern)
         except re.error as e:
@@ -39,7 +45,7 @@ class Options:
 
     def params(self, **extra) -> dict:
         """The $parameters of the analyses' queries."""
-        return {"min_ns": self.min_ns, "direction": self.direction, **extra}
+        return {"min_ns": self.min_ns, "direction": self.direction, "calls": self.calls, **extra}
 
 
 def check_grouping(by: str) -> str:

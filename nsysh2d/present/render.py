@@ -86,32 +86,52 @@ def to_markdown(sections: list[Section], heading: str = "") -> str:
 
 
 def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:
+    """Tables that fit the terminal (or $COLUMNS, or 160 columns when piped): numbers are never cut, long
+    names end in an ellipsis; notes wrap at the same width."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    import os
-    import sys
-
-    tty = (file or sys.stdout).isatty() if hasattr(file or sys.stdout, "isatty") else False
-    width = None if tty else int(os.environ.get("COLUMNS", "160"))
-    console = Console(file=file, highlight=False, soft_wrap=False, width=width, markup=False)
+    console = Console(file=file, highlight=False, soft_wrap=False, width=terminal_width(file), markup=False)
     if heading:
         console.print(heading, style="bold")
     for s in sections:
-        t = Table(title=s.title, title_justify="left", box=box.SIMPLE_HEAD, caption=s.note or None,
-                  caption_justify="left")
-        for i, c in enumerate(s.columns):
-            t.add_column(c.title, justify="right" if c.kind in ("ns", "bytes", "int", "float") else "left",
-                         overflow="fold", no_wrap=(i == 0))
-        for r in s.rows:
-            t.add_row(*[cell(r.get(c.key), c.kind) for c in s.columns])
-        if s.rows:
-            console.print(t)
-        else:
+        if not s.rows:
             console.print(f"{s.title}: none", style="bold")
+        else:
+            t = Table(title=s.title, title_justify="left", box=box.SIMPLE_HEAD)
+            cells = [[cell(r.get(c.key), c.kind) for c in s.columns] for r in s.rows]
+            for i, c in enumerate(s.columns):
+                numeric = c.kind in ("ns", "bytes", "int", "float", "bool")
+                widest = max([len(c.title)] + [len(row[i]) for row in cells])
+                # Numbers keep their full width; names give way, cut with an ellipsis (never below 12).
+                t.add_column(c.title, justify="right" if numeric and c.kind != "bool" else "left", no_wrap=True,
+                             overflow="ellipsis", min_width=widest if numeric else min(widest, 12))
+            for row in cells:
+                t.add_row(*row)
+            console.print(t)
+        if s.note:
+            console.print(s.note)
         for ln in s.lines:
             console.print(f"  {ln}")
+
+
+def terminal_width(file=None) -> int:
+    import os
+    import shutil
+    import sys
+
+    from ..errors import BadInput
+
+    cols = os.environ.get("COLUMNS")
+    if cols is not None:
+        if not cols.strip().isdigit() or not 20 <= int(cols) <= 10_000:
+            raise BadInput(f"bad COLUMNS={cols!r}: a terminal width from 20 to 10000")
+        return int(cols)
+    out = file or sys.stdout
+    if hasattr(out, "isatty") and out.isatty():
+        return shutil.get_terminal_size((160, 24)).columns
+    return 160
 
 
 def render_sections(fmt: str, sections: list[Section], heading: str = "") -> str:
@@ -121,4 +141,5 @@ def render_sections(fmt: str, sections: list[Section], heading: str = "") -> str
         return to_markdown(sections, f"## {heading}" if heading else "")
     buf = io.StringIO()
     to_terminal(sections, heading, file=buf)
-    return buf.getvalue()
+    # rich pads every line to the table's width: no trailing blanks in a pipe or a file.
+    return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())

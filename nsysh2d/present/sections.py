@@ -27,12 +27,20 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
     per_step = ""
     if t.get("blocking_ns_per_step") is not None:
         per_step = f"; {format_ns(t['blocking_ns_per_step'])} blocked per step"
-    note = (f"{rep['direction']} async memcpy calls; long = host-side duration >= {format_ns(rep['min_duration_ns'])}; "
+    calls = rep.get("calls", "async")
+    what = {"async": "async memcpy calls", "sync": "synchronous memcpy calls", "all": "memcpy calls (sync and async)"}
+    note = (f"{rep['direction']} {what[calls]}; long = host-side duration >= {format_ns(rep['min_duration_ns'])}; "
             f"blocking = long and waited for the GPU (returned after its own GPU copy started, or lasted "
             f">= half the backlog queued ahead). "
             f"Total: {t['long_calls']} long ({format_ns(t['long_ns'])}), {t['blocking_calls']} blocking "
             f"({format_ns(t['blocking_ns'])}){per_step}.")
-    if by == "kind":
+    other = {"async": "sync", "sync": "async"}.get(calls)
+    if other and t.get(f"{other}_calls"):
+        note += (f" Not counted here: {t[f'{other}_calls']} {other} copy calls ({t[f'{other}_long_calls']} long, "
+                 f"{format_ns(t[f'{other}_long_ns'])}); --calls {other} or --calls all counts them.")
+    if by == "api":
+        sec = api_section(rep, note)
+    elif by == "kind":
         sec = Section("by source/destination memory kind",
                       [Column("src_kind", "src kind"), Column("dst_kind", "dst kind")] + STAT_COLUMNS,
                       rep["by_kind"], note=note)
@@ -40,13 +48,16 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
         sec = Section(f"by {GROUPINGS[by]}", [Column("group", GROUPINGS[by]), Column("src_kinds", "src kinds")]
                       + STAT_COLUMNS, rep[f"by_{by}"], note=note)
     sections = [sec]
+    apis = rep.get("by_api") or []
+    if by != "api" and (len(apis) > 1 or any(r["sync"] for r in apis)):
+        sections.append(api_section(rep))
     if show_top:
         sections.append(Section(
             f"longest calls (top {len(rep['top'])})",
             [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes"),
              Column("source_class", "class"), Column("waited_for_gpu", "waited", "bool"),
              Column("backlog_ns", "backlog", "ns"), Column("wait_ns", "wait", "ns"),
-             Column("where", "call site"), Column("nvtx_path", "NVTX path")],
+             Column("api", "API"), Column("where", "call site"), Column("nvtx_path", "NVTX path")],
             [{**r, "where": r.get("site_line") or r.get("site")} for r in rep["top"]],
             note="backlog: time from the call until the GPU work queued ahead of it on its stream drained; "
                  "wait: call start -> its GPU copy start."))
@@ -60,6 +71,18 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
     if rep.get("warnings"):
         sections[-1].lines += [f"warning: {w}" for w in rep["warnings"]]
     return sections
+
+
+def api_section(rep: dict, note: str | None = None) -> Section:
+    """Figures per copy API, sync and async alike (whatever --calls counts elsewhere)."""
+    return Section("by copy API (synchronous and asynchronous)", [
+        Column("api", "API"), Column("sync_s", "sync"), Column("calls", "calls", "int"),
+        Column("long_calls", "long", "int"), Column("blocking_calls", "blocking", "int"),
+        Column("long_ns", "long time", "ns"), Column("p50_ns", "p50", "ns"), Column("max_ns", "max", "ns"),
+        Column("bytes", "bytes", "bytes")],
+        [{**r, "sync_s": "sync" if r["sync"] else "async"} for r in rep.get("by_api") or []],
+        note=note or "sync copy APIs return only after the copy, so they always wait for the GPU work queued "
+                     "ahead of them; --calls sync|all counts them in the figures above.")
 
 
 def compare_sections(comparison) -> list[Section]:

@@ -1,5 +1,5 @@
 -- by_step: figures per step range and source kind, for a gate that judges the steady state. Parameters:
--- $min_ns, $direction, $pattern (the step-range regular expression).
+-- $min_ns, $direction, $calls, $pattern (the step-range regular expression).
 -- step: ordinal of the step range (by start time, from 0) during which the call ran, in the call's
 -- process (any thread: a copy made by a helper thread during a step belongs to that step); NULL: outside
 -- every step (model init, warm-up before the first step, shutdown).
@@ -13,7 +13,7 @@ c AS (
            bool_or(x.waited_for_gpu) AS waited, min(s.step) AS step
     FROM copies_x x
     LEFT JOIN steps s ON s.global_pid = x.global_pid AND x.api_start >= s.start AND x.api_end <= s."end"
-    WHERE $direction = 'all' OR x.direction = $direction
+    WHERE selected(x.direction, x.sync, $direction, $calls)
     GROUP BY x.global_pid, x.correlation_id
 )
 SELECT step, src_kind, count(*) AS calls,

@@ -1,5 +1,6 @@
 -- summary: figures per group of copy calls, for every grouping at once (one pass over the calls).
--- Parameters: $min_ns (a call is long when host_ns >= it), $direction ('h2d', 'd2h' or 'all').
+-- Parameters: $min_ns (a call is long when host_ns >= it), $direction ('h2d', 'd2h' or 'all'), $calls
+-- (copy APIs: 'async', 'sync' or 'all').
 -- Column "by": 'kind' (source/destination memory-kind pair, labels from the file's
 -- ENUM_CUDA_MEM_KIND), 'site' (call site signature), 'class' (true source class), 'nvtx' (innermost
 -- enclosing NVTX range) or 'stream'.
@@ -11,7 +12,7 @@ WITH c AS (
            COALESCE(nvtx_range, '(no NVTX range)') AS nvtx_g,
            'stream ' || stream_id::VARCHAR AS stream_g
     FROM copies_x
-    WHERE $direction = 'all' OR direction = $direction
+    WHERE selected(direction, sync, $direction, $calls)
 ),
 g AS (
     SELECT CASE WHEN grouping(src_kind_name) = 0 THEN 'kind' WHEN grouping(site_g) = 0 THEN 'site'

@@ -12,7 +12,7 @@ SELECT 'unclassified', 'copy calls whose memory or copy kind cannot be decoded (
                    OR copy_kind_name IS NULL) k
           ON k.kind_id = c.kind_id)
 UNION ALL
-SELECT 'no_activity', 'async memcpy API calls with no memcpy activity row (not counted)',
+SELECT 'no_activity', 'memcpy API calls with no memcpy activity row (not counted)',
        (SELECT api_rows_without_activity FROM copy_stats)
 UNION ALL
 SELECT 'long_names', 'NVTX range names longer than 1024 characters (cut)',

@@ -1,4 +1,4 @@
--- calls: one row per asynchronous memcpy call (view `calls`: the single-row calls of `copies` and the
+-- calls: one row per memcpy API call (view `calls`: the single-row calls of `copies` and the
 -- folded ones), and the counts anomalies.sql reports (table copy_stats). api_raw is no longer needed
 -- after this step (the pipeline drops it). No parameters.
 CREATE TEMP VIEW calls AS

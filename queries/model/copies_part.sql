@@ -1,4 +1,4 @@
--- copies_part: adds one part of the asynchronous memcpy calls (Arrow table api_part: runtime rows
+-- copies_part: adds one part of the memcpy API calls (Arrow table api_part: runtime rows
 -- filtered inside SQLite by source/sqlite_copy_calls.sql, read by ingest.py) to api_raw, and the
 -- part's calls joined to their GPU activity by (process, correlationId) to copies (store.sql), with
 -- their innermost enclosing NVTX range (with_nvtx, nvtx.sql). Needs all of memcpy_raw. No parameters.

@@ -19,8 +19,12 @@ LEFT JOIN n.mem_kind_enum sk ON sk.id = k.src_kind
 LEFT JOIN n.mem_kind_enum dk ON dk.id = k.dst_kind
 LEFT JOIN n.copy_kind_enum ck ON ck.id = k.copy_kind;
 
+-- api: the name without the _vNNNN that nsys appends to runtime names (cudaMemcpyAsync_v3020); a driver
+-- name's own _v2 stays. sync: a synchronous copy API (cudaMemcpy, cuMemcpyHtoD_v2): it returns only after
+-- the copy, so it always waits for the GPU work queued ahead of it.
 CREATE TEMP TABLE api_names AS
-SELECT id, value FROM n.strings WHERE id IN (SELECT DISTINCT name_id FROM calls);
+SELECT id, value, regexp_replace(value, '_v[0-9][0-9][0-9][0-9]+$', '') AS api, value NOT LIKE '%Async%' AS sync
+FROM n.strings WHERE id IN (SELECT DISTINCT name_id FROM calls);
 
 CREATE TEMP VIEW calls_k AS
 SELECT c.*, k.kind_id, p.py_site_id

@@ -11,3 +11,6 @@ CREATE MACRO waited_for_gpu(api_end, gpu_start, host_ns, backlog_ns) AS
     api_end >= gpu_start OR (backlog_ns > 0 AND waited_behind_backlog(host_ns, backlog_ns));
 -- blocking (long-blocking): long and waited for the GPU.
 CREATE MACRO is_blocking(host_ns, min_ns, waited) AS is_long(host_ns, min_ns) AND waited;
+-- selected: a call of the direction ('h2d', 'd2h', 'all') and copy APIs ('async', 'sync', 'all') asked for.
+CREATE MACRO selected(direction, sync, want_direction, want_calls) AS
+    (want_direction = 'all' OR direction = want_direction) AND (want_calls = 'all' OR sync = (want_calls = 'sync'));
