@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
 # Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
-# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt
+# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/h200-out}
@@ -52,6 +52,12 @@ for stage in "$@"; do
       profile --name $name --no-variants $args "$work/src/workloads/api_probe.py" > "$OUT/$name.log" 2>&1
       echo "rc=$?"; grep -E "api_probe|wrote" "$OUT/$name.log"
       "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/$name.sqlite" "$OUT/$name.sqlite" ;;
+    queue)  # pinned copies behind one long kernel vs behind thousands of queued ones (a full launch queue?)
+      apis="--apis torch-async-pinned,drv-async-pinned,torch-async-pageable --backlog-ms 200"
+      for k in 1 4096; do clean "$PY" "$work/src/workloads/api_probe.py" $apis --kernels $k | tee -a "$OUT/queue-host.txt"; done
+      profile --name api-probe-queue --no-variants --sample none --cudabacktrace none \
+        "$work/src/workloads/api_probe.py" -- $apis --kernels 4096 > "$OUT/api-probe-queue.log" 2>&1; echo "rc=$?"; grep -E "api_probe|wrote" "$OUT/api-probe-queue.log"
+      "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/api-probe-queue.sqlite" "$OUT/api-probe-queue.sqlite" ;;
   esac
 done
 ls -la "$OUT" "$work/out"

@@ -119,3 +119,39 @@ def test_gate_default_judges_async_and_sync_is_selectable(cli, tmp_path):
     conf.write_text('[tool.nsysh2d.gate]\ncalls = "sideways"\n')
     r = cli("gate", str(CUDA_C), "--no-cache", "--config", str(conf))
     assert r.exit_code == 2 and "calls = 'sideways'" in r.stderr and "async, sync, all" in r.stderr
+
+
+PYBT = H200 / "api-probe-pybt.sqlite"
+PYBT_HOST = (H200 / "api-probe-pybt-host.txt").read_text()
+
+
+def test_python_backtrace_captures_are_detected_and_the_note_matches_the_measurement(cli):
+    """issue 13.6: the same probe traced with --python-backtrace. Measured: the trace's call durations barely
+    move (unwinding falls outside them), the workload's host timer grows by tens of microseconds per call."""
+    from conftest import SWEEP_TRACES
+
+    def pinned_async_median_ns(path):
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        ns = [d for (d,) in con.execute("""
+            SELECT r.end - r.start FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+            JOIN StringIds s ON s.id = r.nameId AND s.value = 'cuMemcpyHtoDAsync_v2'
+            JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId AND m.srcKind = 1
+            WHERE r.eventClass = 1""")]
+        con.close()
+        assert len(ns) == 4
+        return statistics.median(ns)
+
+    def host_us(text):
+        return float(re.search(r"api=drv-async-pinned .* median_us=(\d+)", text).group(1))
+
+    with_bt, without = pinned_async_median_ns(PYBT), pinned_async_median_ns(PROBE)
+    assert abs(with_bt - without) < 5_000                    # < 5 us apart in the trace
+    assert host_us(PYBT_HOST) - host_us(HOST) > 30           # > 30 us apart on the host timer
+    from nsysh2d.model import PYTHON_BACKTRACE_NOTE
+    assert f"{with_bt / 1000:.0f} us in the trace with them and {without / 1000:.0f} us without" in PYTHON_BACKTRACE_NOTE
+    assert f"read {host_us(PYBT_HOST):.0f} us and {host_us(HOST):.0f} us" in PYTHON_BACKTRACE_NOTE
+    for path, expected in ((PYBT, True), (SWEEP_TRACES["2025.3-pythonbacktrace"], True), (PROBE, False),
+                           (SWEEP_TRACES["2025.3-cudabacktrace"], False), (CUDA_C, False)):
+        rep = report(cli, path)
+        assert rep["python_backtrace"] is expected, path
+        assert any(w.startswith("Python backtraces were collected") for w in rep["warnings"]) is expected

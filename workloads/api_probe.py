@@ -5,6 +5,7 @@ Each step queues about --backlog-ms of `torch.cuda._sleep` kernels on the defaul
 --mib MiB host-to-device copy through one API and times that call on the host:
 
   torch-async-pageable   tensor.copy_(pageable, non_blocking=True)   -> cudaMemcpyAsync
+  torch-async-pinned     tensor.copy_(pinned, non_blocking=True)     -> cudaMemcpyAsync
   rt-sync-pageable       cudaMemcpy from pageable memory (ctypes into the runtime torch loaded)
   rt-sync-pinned         cudaMemcpy from pinned memory
   drv-sync-pageable      cuMemcpyHtoD_v2 from pageable memory (ctypes into libcuda)
@@ -22,7 +23,7 @@ import statistics
 import sys
 import time
 
-APIS = ["torch-async-pageable", "rt-sync-pageable", "rt-sync-pinned", "drv-sync-pageable",
+APIS = ["torch-async-pageable", "torch-async-pinned", "rt-sync-pageable", "rt-sync-pinned", "drv-sync-pageable",
         "drv-async-pageable", "drv-async-pinned"]
 
 
@@ -41,6 +42,8 @@ def _runtime_library() -> ctypes.CDLL:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backlog-ms", type=float, default=10.0)
+    ap.add_argument("--kernels", type=int, default=1,
+                    help="kernels that make up the backlog (thousands fill the driver's launch queue)")
     ap.add_argument("--mib", type=float, default=8.0)
     ap.add_argument("--steps", type=int, default=4, help="copies per API")
     ap.add_argument("--apis", default=",".join(APIS))
@@ -70,6 +73,7 @@ def main(argv=None) -> int:
 
     copies = {
         "torch-async-pageable": lambda: dst.copy_(pageable, non_blocking=True),
+        "torch-async-pinned": lambda: dst.copy_(pinned, non_blocking=True),
         "rt-sync-pageable": lambda: check(rt.cudaMemcpy(dst.data_ptr(), pageable.data_ptr(), n, 1), "cudaMemcpy"),
         "rt-sync-pinned": lambda: check(rt.cudaMemcpy(dst.data_ptr(), pinned.data_ptr(), n, 1), "cudaMemcpy"),
         "drv-sync-pageable": lambda: check(drv.cuMemcpyHtoD_v2(dst.data_ptr(), pageable.data_ptr(), n),
@@ -82,14 +86,15 @@ def main(argv=None) -> int:
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda._sleep(1_000_000)
     start.record(); torch.cuda._sleep(20_000_000); end.record(); torch.cuda.synchronize()
-    cycles = int(20_000_000 / start.elapsed_time(end) * args.backlog_ms)
+    cycles = int(20_000_000 / start.elapsed_time(end) * args.backlog_ms / args.kernels)
 
     step = 0
     for api in args.apis.split(","):
         host_us = []
         for _ in range(args.steps):
             torch.cuda.nvtx.range_push(f"step {step}")
-            torch.cuda._sleep(cycles)
+            for _ in range(args.kernels):
+                torch.cuda._sleep(cycles)
             torch.cuda.nvtx.range_push(api)
             t0 = time.perf_counter()
             copies[api]()
@@ -98,7 +103,7 @@ def main(argv=None) -> int:
             torch.cuda.nvtx.range_pop()
             torch.cuda.synchronize()
             step += 1
-        print(f"api_probe api={api} backlog_ms={args.backlog_ms} mib={args.mib} "
+        print(f"api_probe api={api} backlog_ms={args.backlog_ms} kernels={args.kernels} mib={args.mib} "
               f"host_us={' '.join(f'{h:.0f}' for h in host_us)} median_us={statistics.median(host_us):.0f}")
     return 0
 

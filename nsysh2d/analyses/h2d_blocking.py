@@ -71,6 +71,7 @@ class Report:
     by_step: list[dict] = field(default_factory=list)   # per step ordinal (None: outside steps) and src kind
     calls: str = "async"                                 # which copy APIs the figures count (options.CALLS)
     by_api: list[dict] = field(default_factory=list)     # per copy API, sync and async whatever `calls` is
+    python_backtrace: bool = False                       # captured with --python-backtrace (a warning says so)
 
     def group(self, by: str) -> list[dict]:
         return {"kind": self.by_kind, "api": self.by_api}.get(by) or self.groups[by]
@@ -81,7 +82,7 @@ class Report:
                 "steps": vars(self.steps).copy(), "totals": vars(self.totals).copy(), "by_kind": self.by_kind,
                 **{f"by_{g}": rows for g, rows in self.groups.items()},
                 "top": self.top, "warnings": self.warnings, "by_step": self.by_step, "calls": self.calls,
-                "by_api": self.by_api}
+                "by_api": self.by_api, "python_backtrace": self.python_backtrace}
 
     @classmethod
     def from_json(cls, d: dict) -> "Report":
@@ -108,7 +109,7 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
                   warnings=model.warnings,
                   by_step=model.rows("analyses/by_step", opts.params(pattern=opts.step_pattern)),
-                  calls=opts.calls, by_api=apis)
+                  calls=opts.calls, by_api=apis, python_backtrace=bool(meta.get("python_backtrace")))
 
 
 def group_rows(model, by: str, opts: Options) -> list[dict]:

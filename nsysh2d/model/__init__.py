@@ -6,6 +6,15 @@ from ..source import Trace
 from . import pipeline
 
 
+# Measured on an H200 (tests/test_h200_apis.py, docs/compatibility.md): workloads/api_probe.py traced with and
+# without --python-backtrace.
+PYTHON_BACKTRACE_NOTE = (
+    "Python backtraces were collected (--python-backtrace): their stack unwinding costs the program time around "
+    "each CUDA call that nsys leaves out of the call's duration (H200: a pinned copy's call took 19 us in the "
+    "trace with them and 18 us without, while a host timer around it read 88 us and 41 us), so host times here "
+    "are not inflated by it, but the traced program's own step times are")
+
+
 class CopyModel:
     """The copy calls of one opened trace (view copies_x), and the anomalies found building them."""
 
@@ -21,6 +30,8 @@ class CopyModel:
                 self.anomalies[key] = n or 0
                 if n:
                     self.warnings.append(f"{n} {what}")
+        if trace.meta.get("python_backtrace"):
+            self.warnings.append(PYTHON_BACKTRACE_NOTE)
 
     @classmethod
     def open(cls, path: str, **kwargs) -> "CopyModel":

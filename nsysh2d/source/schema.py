@@ -43,6 +43,7 @@ VIEWS = {
     "meta_export": (("META_DATA_EXPORT", "EXPORT_META_DATA"), "(written by every nsys export)",
                     {"name": "name", "value": "value"}),
     "gpu_info": ("TARGET_INFO_GPU", "--trace=cuda", {"name": "name"}),
+    "meta_capture": ("META_DATA_CAPTURE", "(written by every nsys export)", {"name": "name", "value": "value"}),
 }
 TYPES = {"text": "VARCHAR", "value": "VARCHAR", "label": "VARCHAR", "name": "VARCHAR"}
 
@@ -121,5 +122,8 @@ def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]
 def read_meta(con) -> dict:
     kv = dict(con.execute("SELECT name, value FROM n.meta_export").fetchall())
     gpu = con.execute("SELECT min(name) FROM n.gpu_info").fetchone()[0]
+    # nsys profile --python-backtrace=cuda records PROCESS_N:CUDA_BACKTRACE_OPTIONS:COLLECT_PYTHON_BACKTRACES.
+    pybt = con.execute("SELECT bool_or(lower(value) = 'true') FROM n.meta_capture "
+                       "WHERE name LIKE '%COLLECT_PYTHON_BACKTRACES'").fetchone()[0]
     return {"nsys_version": kv.get("EXPORT_PRODUCT_VERSION"),
-            "schema_version": kv.get("EXPORT_SCHEMA_VERSION"), "gpu": gpu}
+            "schema_version": kv.get("EXPORT_SCHEMA_VERSION"), "gpu": gpu, "python_backtrace": bool(pybt)}
