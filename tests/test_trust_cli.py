@@ -96,6 +96,26 @@ def test_nsys_rep_results_name_the_users_file(tmp_path):
     (cache / "exports" / f"{file_key(str(rep))}.sqlite").write_bytes(b"garbage" * 100)
     bad = run_cli("analyze", rep, env=env)
     assert bad.returncode == 2 and bad.stderr.startswith(f"nsysh2d: error: {rep} (exported to ")
+    assert not (cache / "exports" / f"{file_key(str(rep))}.sqlite").exists()   # not served again
+
+
+def test_report_too_new_for_this_nsys_names_the_binary_and_what_to_do(tmp_path):
+    """nsys refuses a report written by a newer version; the message names that nsys and its version.
+    A stand-in nsys prints what such a refusal looks like (the real 2023.4 CLI has no newer report here)."""
+    fake = tmp_path / "nsys"
+    fake.write_text("#!/bin/sh\n"
+                    "if [ \"$1\" = --version ]; then echo 'NVIDIA Nsight Systems version 2023.4.4.54-234433681190v0'; "
+                    "exit 0; fi\n"
+                    "echo 'Report was created in Nsight Systems version (2025.3), newer than this version' >&2; exit 1\n")
+    fake.chmod(0o755)
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"x" * 64)
+    r = run_cli("analyze", rep, "--nsys", fake, env={"NSYSH2D_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 5, r.stderr
+    line = r.stderr.strip()
+    assert len(line.splitlines()) == 1
+    assert f"newer Nsight Systems than {fake} (version 2023.4.4.54)" in line
+    assert "--nsys" in line and "nsys export --type sqlite" in line and "newer than this version" in line
 
 
 def test_gate_with_one_bad_input_still_reports_the_others(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -30,10 +31,30 @@ def sqlite_for_report(path: str, nsys: str | None = None) -> str:
         tmp = os.path.join(tmpdir, "report.sqlite")
         proc = subprocess.run(export_command(exe, path, tmp), capture_output=True, text=True)
         if proc.returncode != 0 or not os.path.exists(tmp):
-            lines = [ln for ln in (proc.stderr + proc.stdout).splitlines() if ln.strip()]
-            why = lines[-1].strip() if lines else f"exit {proc.returncode}"
-            raise NsysH2DError(f"{path}: nsys export failed: {why}", EXIT_EXPORT_FAILED)
+            raise NsysH2DError(f"{path}: {_export_failure(exe, proc)}", EXIT_EXPORT_FAILED)
         os.replace(tmp, target)  # atomic: concurrent exports of one report end with one complete file
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
     return str(target)
+
+
+def _export_failure(exe: str, proc) -> str:
+    """What went wrong, in one line: nsys's own last line, and for a report written by a newer Nsight
+    Systems, which binary refused it and what to do."""
+    text = proc.stderr + proc.stdout
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    why = lines[-1] if lines else f"exit {proc.returncode}"
+    if re.search(r"newer|more recent|unsupported (report|file) version|version .* not supported", text, re.I):
+        return (f"the report was written by a newer Nsight Systems than {exe} ({nsys_version(exe)}) can read; "
+                f"export it with the nsys that captured it ('nsys export --type sqlite REPORT') and pass the .sqlite, "
+                f"or point --nsys/$NSYS at a newer nsys (nsys said: {why})")
+    return f"nsys export failed: {why}"
+
+
+def nsys_version(exe: str) -> str:
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "version unknown"
+    m = re.search(r"(\d{4}\.\d+(\.\d+)*)", out)
+    return f"version {m.group(1)}" if m else "version unknown"

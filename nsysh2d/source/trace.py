@@ -78,6 +78,8 @@ class Trace:
         except NsysH2DError as e:
             if path == source:
                 raise
+            # An export that cannot be read is not kept: the next run exports again.
+            Path(path).unlink(missing_ok=True)
             # Name the user's report, not only the hashed export in the cache.
             raise NsysH2DError(str(e).replace(path, f"{source} (exported to {path})", 1), e.exit_code) from None
 
