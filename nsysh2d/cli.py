@@ -12,8 +12,9 @@ from pathlib import Path
 import click
 
 from . import __version__
-from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, GROUPS
-from .cli_kit import FORMATS, Group, duration, emit, exit_code, report_options
+from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
+from .cli_kit import (FORMATS, Group, calls_option, direction_option, duration, emit, exit_code, profile_options,
+                      report_options)
 from .errors import EXIT_BAD_INPUT, NsysH2DError
 
 
@@ -40,26 +41,7 @@ def main():
 
 # ----------------------------------------------------------------------------------------- profile
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("-o", "--output-dir", default="nsysh2d-out", show_default=True, type=click.Path(file_okay=False),
-              help="Folder for reports, SQLite exports and logs.")
-@click.option("--name", help="Base name of the outputs (default: the workload's file name).")
-@click.option("--variants", default=None,
-              help="Comma-separated values passed as --variant, one capture each. Default: the workload's "
-                   "own --variant choices (before,after), or none for a plain command.")
-@click.option("--no-variants", is_flag=True, help="Capture once, without --variant.")
-@click.option("--nsys", "nsys_path", help="nsys binary (default: $NSYS, PATH, the usual install folders).")
-@click.option("--trace", default="cuda,nvtx", show_default=True, help="nsys --trace.")
-@click.option("--cudabacktrace", default="memory", show_default=True,
-              help="nsys --cudabacktrace (native stacks of memory calls; 'none' to turn off).")
-@click.option("--sample", default="process-tree", show_default=True,
-              help="nsys --sample (backtraces need sampling on).")
-@click.option("--python-backtrace", is_flag=True, help="Also record Python stacks of CUDA calls.")
-@click.option("--nsys-arg", "nsys_args", multiple=True, help="Extra argument for nsys profile (repeatable).")
-@click.option("--export-arg", "export_args", multiple=True, help="Extra argument for nsys export (repeatable).")
-@click.option("--importer-lib", help="Folder added to LD_LIBRARY_PATH when finishing a .qdstrm import.")
-@click.option("--python", "python_exe", default=sys.executable, show_default="this interpreter",
-              help="Interpreter that runs a .py workload.")
-@click.option("--dry-run", is_flag=True, help="Print the nsys commands without running them.")
+@profile_options
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
 def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabacktrace, sample,
             python_backtrace, nsys_args, export_args, importer_lib, python_exe, dry_run, target):
@@ -168,9 +150,8 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
               help="Fail when host time in long-blocking copies per NVTX step exceeds this (e.g. 1ms).")
 @click.option("--kind", "kinds", multiple=True, help="Only copies from this source memory kind (file label, "
               "e.g. Pageable); repeatable.")
-@click.option("--direction", type=click.Choice(DIRECTIONS, case_sensitive=False), default="h2d", show_default=True)
-@click.option("--calls", type=click.Choice(CALLS, case_sensitive=False), default="async", show_default=True,
-              help="Copy APIs the rules judge: async (the default), sync (cudaMemcpy, cuMemcpyHtoD) or all.")
+@direction_option
+@calls_option
 @click.option("--baseline", type=click.Path(dir_okay=False), help="Findings stored by `nsysh2d baseline`: fail on new "
               "long-blocking call sites or growth beyond --tolerance.")
 @click.option("--tolerance", default="10%", show_default=True, help="Growth over the baseline allowed (10% or 0.1).")
@@ -231,21 +212,29 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
 @click.argument("report", type=click.Path(dir_okay=True))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Baseline JSON to write.")
 @click.option("--min-duration", default="100us", show_default=True, callback=duration)
-@click.option("--direction", type=click.Choice(DIRECTIONS, case_sensitive=False), default="h2d", show_default=True)
-@click.option("--calls", type=click.Choice(CALLS, case_sensitive=False), default="async", show_default=True)
+@direction_option
+@calls_option
 @click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True)
+@click.option("--accept", metavar="REASON", help="Why the findings stored are accepted (kept in the file and "
+              "shown by the gate), e.g. 'model-init copies, tracked in #123'.")
 @click.option("--nsys", "nsys_path")
 @click.option("--no-cache", is_flag=True)
-def baseline(report, output, min_duration, direction, calls, step_pattern, nsys_path, no_cache):
-    """Store a trace's findings (per call site, kind, class; steps) for `gate --baseline`."""
-    from .analyses.gate import baseline_from
+def baseline(report, output, min_duration, direction, calls, step_pattern, accept, nsys_path, no_cache):
+    """Store a trace's findings (per call site, NVTX range, kind, class; steps) for `gate --baseline`:
+    the gate then fails only on findings that are new or grew beyond --tolerance.
+
+    \b
+      nsysh2d baseline main.sqlite -o nsysh2d-baseline.json --accept "model-init copies (#123)"
+      nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json
+    """
+    from .analyses.baseline import baseline_from
     from .analyses.options import Options
     from .present import to_json
     from .run import analyze_one, atomic_write
 
     opts = Options(min_ns=min_duration, direction=direction.lower(), step_pattern=step_pattern, calls=calls.lower())
     rep = analyze_one(report, opts, nsys_path, not no_cache)
-    atomic_write(output, to_json(baseline_from(rep)))
+    atomic_write(output, to_json(baseline_from(rep, accept)))
     sites = sum(1 for s in rep.groups["site"] if s["blocking_calls"])
     click.echo(f"wrote {output}: {rep.totals.blocking_calls} long-blocking copies at {sites} call site(s)")
     return 0

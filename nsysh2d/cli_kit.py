@@ -109,15 +109,18 @@ def exit_code(errors) -> int:
     return max(c for _p, _m, c in errors) if errors else 0
 
 
+direction_option = click.option("--direction", type=click.Choice(DIRECTIONS, case_sensitive=False), default="h2d",
+                                show_default=True, help="Which copies to report.")
+calls_option = click.option(
+    "--calls", type=click.Choice(CALLS, case_sensitive=False), default="async", show_default=True,
+    help="Which copy APIs count: async (cudaMemcpyAsync, cuMemcpyHtoDAsync: should not block), sync (cudaMemcpy, "
+         "cuMemcpyHtoD: block by definition) or all. The per-API table always shows both.")
+
 common_report_options = [
     click.option("--min-duration", default="100us", show_default=True, callback=duration,
                  help="A call is long when its host-side duration is at least this (ns, us, ms)."),
-    click.option("--direction", type=click.Choice(DIRECTIONS, case_sensitive=False), default="h2d",
-                 show_default=True, help="Which copies to report."),
-    click.option("--calls", type=click.Choice(CALLS, case_sensitive=False), default="async", show_default=True,
-                 help="Which copy APIs the figures count: async (cudaMemcpyAsync, cuMemcpyHtoDAsync: should not "
-                      "block), sync (cudaMemcpy, cuMemcpyHtoD: block by definition) or all. The per-API table "
-                      "always shows both."),
+    direction_option,
+    calls_option,
     click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
     click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout."),
     click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
@@ -128,5 +131,36 @@ common_report_options = [
 
 def report_options(f):
     for opt in reversed(common_report_options):
+        f = opt(f)
+    return f
+
+
+# The options of `profile` (nsys.py does the work; profiling never imports duckdb or polars).
+profile_options_list = [
+    click.option("-o", "--output-dir", default="nsysh2d-out", show_default=True, type=click.Path(file_okay=False),
+                 help="Folder for reports, SQLite exports and logs."),
+    click.option("--name", help="Base name of the outputs (default: the workload's file name)."),
+    click.option("--variants", default=None,
+                 help="Comma-separated values passed as --variant, one capture each. Default: the workload's "
+                      "own --variant choices (before,after), or none for a plain command."),
+    click.option("--no-variants", is_flag=True, help="Capture once, without --variant."),
+    click.option("--nsys", "nsys_path", help="nsys binary (default: $NSYS, PATH, the usual install folders)."),
+    click.option("--trace", default="cuda,nvtx", show_default=True, help="nsys --trace."),
+    click.option("--cudabacktrace", default="memory", show_default=True,
+                 help="nsys --cudabacktrace (native stacks of memory calls; 'none' to turn off)."),
+    click.option("--sample", default="process-tree", show_default=True,
+                 help="nsys --sample (backtraces need sampling on)."),
+    click.option("--python-backtrace", is_flag=True, help="Also record Python stacks of CUDA calls."),
+    click.option("--nsys-arg", "nsys_args", multiple=True, help="Extra argument for nsys profile (repeatable)."),
+    click.option("--export-arg", "export_args", multiple=True, help="Extra argument for nsys export (repeatable)."),
+    click.option("--importer-lib", help="Folder added to LD_LIBRARY_PATH when finishing a .qdstrm import."),
+    click.option("--python", "python_exe", default=sys.executable, show_default="this interpreter",
+                 help="Interpreter that runs a .py workload."),
+    click.option("--dry-run", is_flag=True, help="Print the nsys commands without running them."),
+]
+
+
+def profile_options(f):
+    for opt in reversed(profile_options_list):
         f = opt(f)
     return f

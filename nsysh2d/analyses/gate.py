@@ -72,6 +72,8 @@ def _scope(rep: dict, rules: Rules):
 
 
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
+    from .baseline import against_baseline
+
     count_key, what = rules.count_key, rules.what
     results = []
     judged, _outside, steps, words, in_step = _scope(rep, rules)
@@ -79,9 +81,18 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
     offenders = [t for t in rep["top"] if _kind_ok(t["src_kind"], rules)
                  and (t["waited_for_gpu"] or rules.count == "long") and in_step(t)]
     scope = f" from {'/'.join(rules.kinds)} memory" if rules.kinds else ""
+    if baseline is not None:
+        # Known findings are the baseline's to judge (no-growth): this rule counts the new ones only.
+        from .baseline import finding_match
+        match = finding_match(baseline, rep, count_key)
+        known = {r["group"] for r in baseline.get(match.field, []) if r.get(count_key)}
+        new_rows = [r for r in rep.get(match.field, []) if r[count_key] and r["group"] not in known]
+        n = sum(r[count_key] for r in new_rows)
+        scope, words = f"{scope} at {match.title}s the baseline does not accept", ""
+        offenders = [t for t in offenders if match.key_of(t) not in known]
     results.append(RuleResult(
         "max-long-calls", n <= rules.max_long_calls,
-        f"{n} {what} {rep['direction']} copies{scope} (>= {rep['min_duration_ns'] / 1000:g} us host time); "
+        f"{n} {what} {rep['direction']} copies (>= {rep['min_duration_ns'] / 1000:g} us host time){scope}; "
         f"allowed {rules.max_long_calls}{words}", offenders if n > rules.max_long_calls else []))
     if rules.max_blocked_per_step_ns is not None:
         blocked = sum(r[rules.time_key] for r in judged)
@@ -101,45 +112,9 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
                                   f"{unclassified} copy calls whose memory or copy kind cannot be decoded: they "
                                   "cannot be judged, so the trace cannot pass (see the warnings of 'analyze')"))
     if baseline is not None:
-        results += _against_baseline(rep, baseline, rules)
+        results += against_baseline(rep, baseline, rules)
     return results
 
-
-def _against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
-    what, key, t_key = rules.what, rules.count_key, rules.time_key
-    if (baseline.get("min_duration_ns") != rep["min_duration_ns"] or baseline.get("direction") != rep["direction"]
-            or baseline.get("calls", "async") != rep.get("calls", "async")):
-        raise BadInput("baseline was made with a different --min-duration/--direction/--calls; remake it")
-    base_sites = {r["group"]: r for r in baseline.get("by_site", [])}
-    now_sites = {r["group"]: r for r in rep.get("by_site", []) if r[key]}
-    new = [s for s in now_sites if not (base_sites.get(s, {}).get(key))]
-    res = [RuleResult("no-new-sites", not new,
-                      f"{len(new)} call site(s) with {key.replace('_', ' ')} not in the baseline"
-                      + (": " + "; ".join(new) if new else ""),
-                      [{"site": s, key: now_sites[s][key], "long_ns": now_sites[s]["long_ns"]} for s in new])]
-    sb, sn = baseline.get("steps", {}).get("steps"), rep["steps"]["steps"]
-    grown = []
-    for s, r in now_sites.items():
-        b = base_sites.get(s)
-        if not b or not b.get(key):
-            continue
-        before = b[t_key] / sb if sb and sn else b[t_key]
-        now = r[t_key] / sn if sb and sn else r[t_key]
-        if now > before * (1 + rules.tolerance):
-            grown.append({"site": s, "before_ns": before, "now_ns": now})
-    unit = "per step" if sb and sn else "in total"
-    res.append(RuleResult("no-growth", not grown,
-                          f"{len(grown)} call site(s) whose {what} copy time {unit} grew more than "
-                          f"{rules.tolerance * 100:g}% over the baseline", grown))
-    return res
-
-
-def baseline_from(report) -> dict:
-    """The findings a baseline keeps of a Report (the baseline file's JSON)."""
-    rep = report.to_json()
-    keep = ("path", "nsys_version", "schema_version", "direction", "calls", "min_duration_ns", "steps", "totals",
-            "by_kind", "by_site", "by_class")
-    return {"nsysh2d_baseline": 1, **{k: rep[k] for k in keep if k in rep}}
 
 @dataclass
 class Verdict:
@@ -218,6 +193,10 @@ class GateSettings:
                     values[name] = convert(conf[key])
                 except (TypeError, ValueError, NsysH2DError) as e:
                     raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {conf[key]!r} ({e})") from None
+        if "baseline" not in from_command_line and conf.get("baseline") and conf_path is not None:
+            # A path in pyproject.toml is relative to that file, wherever the gate runs from.
+            from pathlib import Path
+            values["baseline"] = str(Path(conf_path).parent / str(conf["baseline"]))
         s = cls(**{k: v for k, v in values.items() if k in cls.CONVERT})
         s.kinds = check_kinds(s.kinds)
         if "max_long_calls" not in from_command_line and "max-long-calls" in conf:
@@ -244,26 +223,10 @@ class GateSettings:
                        calls=self.calls)
 
 
-def read_baseline(path: str | None) -> dict | None:
-    if not path:
-        return None
-    from ..source.files import check_regular
-
-    check_regular(path, "the baseline")
-    try:
-        with open(path, encoding="utf-8") as f:
-            base = json.load(f)
-    except OSError as e:
-        raise NsysH2DError(f"{path}: cannot read baseline ({e.strerror})", EXIT_BAD_INPUT) from None
-    except ValueError:
-        raise NsysH2DError(f"{path}: not a baseline file (invalid JSON)", EXIT_BAD_INPUT) from None
-    if not isinstance(base, dict) or base.get("nsysh2d_baseline") != 1:
-        raise NsysH2DError(f"{path}: not a baseline written by 'nsysh2d baseline'", EXIT_BAD_INPUT)
-    return base
-
-
 def run_gate(reports, settings: GateSettings, analyze_one) -> GateResult:
     """A verdict per report path; analyze_one(path, Options) -> Report."""
+    from .baseline import read_baseline
+
     rules, base, opts = settings.rules(), read_baseline(settings.baseline), settings.options()
     result = GateResult([])
     for path in reports:

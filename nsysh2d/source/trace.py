@@ -78,8 +78,10 @@ class Trace:
         except NsysH2DError as e:
             if path == source:
                 raise
-            # An export that cannot be read is not kept: the next run exports again.
-            Path(path).unlink(missing_ok=True)
+            # An export that is not even SQLite (nsys wrote garbage) is not kept: the next run exports again.
+            # A valid export without CUDA data stays: exporting it again would give the same.
+            if not _sqlite_header(path):
+                Path(path).unlink(missing_ok=True)
             # Name the user's report, not only the hashed export in the cache.
             raise NsysH2DError(str(e).replace(path, f"{source} (exported to {path})", 1), e.exit_code) from None
 
@@ -150,3 +152,11 @@ class Trace:
 def _sql_string(text: str) -> str:
     """A SQL string literal (ATTACH takes no parameters)."""
     return "'" + text.replace("'", "''") + "'"
+
+
+def _sqlite_header(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False

@@ -5,9 +5,12 @@
 -- ENUM_CUDA_MEM_KIND), 'site' (call site signature), 'class' (true source class), 'nvtx' (innermost
 -- enclosing NVTX range) or 'stream'.
 -- long_calls, blocking_calls: the rules of model/rules.sql.
--- fix: the fix of the group's longest call.
+-- fix: the fix of the group's longest call. site_origins: where its call sites come from (python, native:
+-- CUDA backtrace frames, none: no backtrace), comma-separated: a baseline matches sites only between
+-- captures whose sites come from the same place.
 WITH c AS (
     SELECT host_ns, waited_for_gpu, bytes, fix, src_kind_name, dst_kind_name, source_class,
+           COALESCE(site_origin, 'none') AS site_origin,
            COALESCE(site, '(no backtrace)') AS site_g,
            COALESCE(nvtx_range, '(no NVTX range)') AS nvtx_g,
            'stream ' || stream_id::VARCHAR AS stream_g
@@ -30,13 +33,14 @@ g AS (
            max(host_ns) AS max_ns,
            sum(bytes)::BIGINT AS bytes,
            string_agg(DISTINCT src_kind_name, ',' ORDER BY src_kind_name) AS src_kinds,
-           arg_max(fix, host_ns) AS fix
+           arg_max(fix, host_ns) AS fix,
+           string_agg(DISTINCT site_origin, ',' ORDER BY site_origin) AS site_origins
     FROM c
     GROUP BY GROUPING SETS ((src_kind_name, dst_kind_name), (site_g), (source_class), (nvtx_g), (stream_g))
 )
 SELECT "by", CASE WHEN "by" = 'kind' THEN src_kind_name END AS src_kind,
        CASE WHEN "by" = 'kind' THEN dst_kind_name END AS dst_kind, "group",
        calls, long_calls, blocking_calls, long_ns, blocking_ns, total_ns,
-       q[1] AS p50_ns, q[2] AS p99_ns, max_ns, bytes, src_kinds, fix
+       q[1] AS p50_ns, q[2] AS p99_ns, max_ns, bytes, src_kinds, fix, site_origins
 FROM g
 ORDER BY "by", long_ns DESC, calls DESC, "group";

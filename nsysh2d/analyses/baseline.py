@@ -1,0 +1,105 @@
+"""Baselines: the findings of a trace stored to gate later traces against (`nsysh2d baseline`), and how a
+trace's findings are matched with them. Only new or grown findings fail a gate with a baseline."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from ..errors import EXIT_BAD_INPUT, BadInput, NsysH2DError
+from .gate import RuleResult, Rules
+
+
+def baseline_from(report, accept: str | None = None) -> dict:
+    """The findings a baseline keeps of a Report (the baseline file's JSON)."""
+    rep = report.to_json()
+    keep = ("path", "nsys_version", "schema_version", "direction", "calls", "min_duration_ns", "steps", "totals",
+            "by_kind", "by_site", "by_class", "by_nvtx")
+    out = {"nsysh2d_baseline": 1, **{k: rep[k] for k in keep if k in rep}}
+    if accept:
+        out["accepted"] = accept
+    return out
+
+
+def read_baseline(path: str | None) -> dict | None:
+    if not path:
+        return None
+    from ..source.files import check_regular
+
+    check_regular(path, "the baseline")
+    try:
+        with open(path, encoding="utf-8") as f:
+            base = json.load(f)
+    except OSError as e:
+        raise NsysH2DError(f"{path}: cannot read baseline ({e.strerror})", EXIT_BAD_INPUT) from None
+    except ValueError:
+        raise NsysH2DError(f"{path}: not a baseline file (invalid JSON)", EXIT_BAD_INPUT) from None
+    if not isinstance(base, dict) or base.get("nsysh2d_baseline") != 1:
+        raise NsysH2DError(f"{path}: not a baseline written by 'nsysh2d baseline'", EXIT_BAD_INPUT)
+    return base
+
+
+@dataclass
+class Match:
+    """How findings of a trace are matched with a baseline's: by call site when both captures name sites the
+    same way, else by NVTX range, else by source class (e.g. a baseline without backtraces and a trace with
+    Python backtraces name no site alike)."""
+    field: str      # the report's rows: by_site, by_nvtx or by_class
+    title: str
+    top_key: str    # the field of a top row holding the same key
+
+    def key_of(self, top_row: dict):
+        v = top_row.get(self.top_key)
+        if self.field == "by_site":
+            return v or "(no backtrace)"
+        return v or "(no NVTX range)" if self.field == "by_nvtx" else v
+
+
+def finding_match(baseline: dict, rep: dict, key: str) -> Match:
+    def origins(d):
+        rows = [r for r in d.get("by_site", []) if r.get(key)]
+        if any("site_origins" not in r for r in rows):   # a baseline of an older nsysh2d: trust its sites
+            return None
+        return {o for r in rows for o in (r["site_origins"] or "none").split(",")}
+
+    ob, on = origins(baseline), origins(rep)
+    if ob is None or not ob or not on or ob == on:
+        return Match("by_site", "call site", "site")
+    named = lambda d: any(r.get(key) and r["group"] != "(no NVTX range)" for r in d.get("by_nvtx", []))  # noqa: E731
+    if named(baseline) and named(rep):
+        return Match("by_nvtx", "NVTX range", "nvtx_range")
+    return Match("by_class", "source class", "source_class")
+
+
+def against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
+    what, key, t_key = rules.what, rules.count_key, rules.time_key
+    if (baseline.get("min_duration_ns") != rep["min_duration_ns"] or baseline.get("direction") != rep["direction"]
+            or baseline.get("calls", "async") != rep.get("calls", "async")):
+        raise BadInput("baseline was made with a different --min-duration/--direction/--calls; remake it")
+    match = finding_match(baseline, rep, key)
+    base_sites = {r["group"]: r for r in baseline.get(match.field, [])}
+    now_sites = {r["group"]: r for r in rep.get(match.field, []) if r[key]}
+    new = [s for s in now_sites if not (base_sites.get(s, {}).get(key))]
+    accepted = sum(1 for r in base_sites.values() if r.get(key))
+    why = f"; the baseline accepts {accepted} {match.title}(s)" + (
+        f": {baseline['accepted']}" if baseline.get("accepted") else "")
+    if match.field != "by_site":
+        why += f" (matched by {match.title}: the two captures name call sites differently)"
+    res = [RuleResult("no-new-sites", not new,
+                      f"{len(new)} {match.title}(s) with {key.replace('_', ' ')} not in the baseline"
+                      + (": " + "; ".join(new) if new else "") + why,
+                      [{"site": s, key: now_sites[s][key], "long_ns": now_sites[s]["long_ns"]} for s in new])]
+    sb, sn = baseline.get("steps", {}).get("steps"), rep["steps"]["steps"]
+    grown = []
+    for s, r in now_sites.items():
+        b = base_sites.get(s)
+        if not b or not b.get(key):
+            continue
+        before = b[t_key] / sb if sb and sn else b[t_key]
+        now = r[t_key] / sn if sb and sn else r[t_key]
+        if now > before * (1 + rules.tolerance):
+            grown.append({"site": s, "before_ns": before, "now_ns": now})
+    unit = "per step" if sb and sn else "in total"
+    res.append(RuleResult("no-growth", not grown,
+                          f"{len(grown)} {match.title}(s) whose {what} copy time {unit} grew more than "
+                          f"{rules.tolerance * 100:g}% over the baseline", grown))
+    return res
