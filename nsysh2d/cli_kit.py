@@ -102,7 +102,8 @@ def emit(text: str, output: str | None = None) -> None:
 
         write_output(output, text)
     else:
-        click.echo(text, nl=False)
+        # color=True: click would strip escape sequences from names when piped; -o keeps them, so must stdout.
+        click.echo(text, nl=False, color=True)
 
 
 def exit_code(errors) -> int:

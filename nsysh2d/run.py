@@ -54,6 +54,12 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file 0600; the user's file gets the mode any new file of theirs gets (or keeps its own).
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except OSError:
+            mode = 0o666 & ~_umask()
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
         os.replace(tmp, path)
@@ -63,6 +69,12 @@ def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
         except OSError:
             pass
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_output(path: str, text: str) -> None:

@@ -1,13 +1,15 @@
 """Presentation layer: what each command prints, in each format, from the analyses' typed results."""
 from __future__ import annotations
 
-from .render import Column, Section, cell, document, render_sections, to_json  # noqa: F401
+from .render import Column, Section, cell, document, render_sections, rows_csv, to_json  # noqa: F401
 
 
 def analyze_output(fmt: str, reports, errors, by: str, top: int, inputs: int) -> str:
     if fmt == "json":
         extra = {"errors": [{"path": p, "error": m, "exit_code": c} for p, m, c in errors]} if errors else {}
         return document(reports=[r.to_json() for r in reports], **extra)
+    if fmt == "csv":   # one table: the --by rows of every report, with its path
+        return rows_csv([{"path": r.path, **row} for r in reports for row in r.group(by)])
     from .sections import analyze_sections, combined_section, report_heading
 
     parts = [render_sections(fmt, analyze_sections(r, by, show_top=top > 0), report_heading(r)) for r in reports]
@@ -21,6 +23,11 @@ def analyze_output(fmt: str, reports, errors, by: str, top: int, inputs: int) ->
 def compare_output(fmt: str, comparison, before: str, after: str) -> str:
     if fmt == "json":
         return document(compare=comparison.to_json())
+    if fmt == "csv":   # one table: the totals, then each grouping's rows, keyed by `by` and `key`
+        doc = comparison.to_json()
+        rows = [{"by": "totals", "key": "(all)", **doc["totals"]}]
+        rows += [{"by": g, **row} for g in ("kind", "class", "site", "nvtx") for row in doc.get(f"by_{g}") or []]
+        return rows_csv([{"before": before, "after": after, **row} for row in rows])
     from .sections import compare_sections
 
     return render_sections(fmt, compare_sections(comparison), f"{before}  ->  {after}")
@@ -29,6 +36,13 @@ def compare_output(fmt: str, comparison, before: str, after: str) -> str:
 def threshold_output(fmt: str, result) -> str:
     if fmt == "json":
         return document(**result.to_json())
+    if fmt == "csv":   # one row per series and payload size
+        rows = []
+        for s in result.to_json()["thresholds"]:
+            base = {k: v for k, v in s.items() if k not in ("sizes", "median_host_ns")}
+            rows += [{"path": result.path, **base, "bytes": b, "median_host_ns": ns}
+                     for b, ns in zip(s["sizes"], s["median_host_ns"])]
+        return rows_csv(rows)
     from .sections import threshold_section
 
     return render_sections(fmt, [threshold_section(result.series)], result.path)

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 class Column:
     key: str
     title: str
-    kind: str = "text"   # text | ns | bytes | int | float | bool
+    kind: str = "text"   # text | ns | bytes | int | float | bool | num (a number already formatted)
+    drop: int = 0        # > 0: left out of a terminal table too wide for the screen, highest first
 
 
 @dataclass
@@ -65,6 +66,21 @@ def to_csv(sections: list[Section]) -> str:
     return buf.getvalue()
 
 
+def rows_csv(rows: list[dict]) -> str:
+    """One loadable table: the JSON's own field names as the header (in order of first appearance), raw
+    values in base units (ns, bytes), lists as JSON text, None as an empty cell."""
+    keys: dict[str, None] = {}
+    for row in rows:
+        keys.update(dict.fromkeys(row))
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(list(keys))
+    for row in rows:
+        w.writerow(["" if row.get(k) is None else json.dumps(row[k]) if isinstance(row.get(k), (list, dict))
+                    else row[k] for k in keys])
+    return buf.getvalue()
+
+
 def to_markdown(sections: list[Section], heading: str = "") -> str:
     out = [heading, ""] if heading else []
     for s in sections:
@@ -74,15 +90,19 @@ def to_markdown(sections: list[Section], heading: str = "") -> str:
         out.append("")
         if s.rows:
             out.append("| " + " | ".join(c.title for c in s.columns) + " |")
-            out.append("|" + "|".join("---:" if c.kind in ("ns", "bytes", "int", "float") else "---"
+            out.append("|" + "|".join("---:" if c.kind in ("ns", "bytes", "int", "float", "num") else "---"
                                       for c in s.columns) + "|")
             for r in s.rows:
-                out.append("| " + " | ".join(cell(r.get(c.key), c.kind).replace("|", "\\|")
-                                             for c in s.columns) + " |")
+                out.append("| " + " | ".join(_md_cell(cell(r.get(c.key), c.kind)) for c in s.columns) + " |")
         else:
             out.append("_none_")
         out += [""] + [f"- {ln}" for ln in s.lines] + ([""] if s.lines else [])
     return "\n".join(out).rstrip() + "\n"
+
+
+def _md_cell(text: str) -> str:
+    """A Markdown table cell: pipes escaped, line breaks as spaces (a newline would end the row)."""
+    return " ".join(text.replace("|", "\\|").splitlines()) if text else text
 
 
 def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:
@@ -99,21 +119,63 @@ def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:
         if not s.rows:
             console.print(f"{s.title}: none", style="bold")
         else:
-            t = Table(title=s.title, title_justify="left", box=box.SIMPLE_HEAD)
-            cells = [[cell(r.get(c.key), c.kind) for c in s.columns] for r in s.rows]
-            for i, c in enumerate(s.columns):
-                numeric = c.kind in ("ns", "bytes", "int", "float", "bool")
-                widest = max([len(c.title)] + [len(row[i]) for row in cells])
-                # Numbers keep their full width; names give way, cut with an ellipsis (never below 12).
-                t.add_column(c.title, justify="right" if numeric and c.kind != "bool" else "left", no_wrap=True,
-                             overflow="ellipsis", min_width=widest if numeric else min(widest, 12))
+            columns, cells, dropped = fit_columns(s.columns, s.rows, console.width)
+            widths = column_widths(columns, cells, console.width)
+            # A table whose numbers alone are wider than the terminal is printed wider, never cut.
+            t = Table(title=s.title, title_justify="left", box=box.SIMPLE_HEAD, width=None)
+            if dropped:
+                t.caption = f"({', '.join(dropped)} left out to fit {console.width} columns; --format json has all)"
+                t.caption_justify = "left"
+            for i, c in enumerate(columns):
+                numeric = c.kind in NUMERIC
+                t.add_column(c.title, justify="right" if numeric and c.kind != "bool" else "left", width=widths[i],
+                             no_wrap=not numeric, overflow="fold" if numeric else "ellipsis")
             for row in cells:
                 t.add_row(*row)
-            console.print(t)
+            # Widths are decided above; rich must not squeeze them again (it caps at the console's width).
+            Console(file=console.file, highlight=False, soft_wrap=False, markup=False,
+                    width=max(console.width, sum(widths) + 3 * len(widths) + 1)).print(t)
         if s.note:
             console.print(s.note)
         for ln in s.lines:
             console.print(f"  {ln}")
+
+
+NUMERIC = ("ns", "bytes", "int", "float", "bool", "num")
+
+
+def fit_columns(columns: list[Column], rows: list[dict], width: int):
+    """The columns a terminal table keeps: the droppable ones go, highest `drop` first, until the rest fit."""
+    columns = list(columns)
+    dropped = []
+    while True:
+        cells = [[cell(r.get(c.key), c.kind) for c in columns] for r in rows]
+        widths = column_widths(columns, cells, width)
+        droppable = [c for c in columns if c.drop]
+        if sum(widths) + 3 * len(widths) + 1 <= width or not droppable:
+            return columns, cells, dropped
+        worst = max(droppable, key=lambda c: c.drop)
+        columns.remove(worst)
+        dropped.append(worst.title)
+
+
+def column_widths(columns: list[Column], cells: list[list[str]], width: int) -> list[int]:
+    """Numbers get their full width (a long title wraps between words); names share what is left, each
+    cut to no less than 12 characters, the longest cut first."""
+    natural = [max([len(c.title)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+    out = [max([len(w) for w in c.title.split()] + [len(row[i]) for row in cells]) if c.kind in NUMERIC
+           else natural[i] for i, c in enumerate(columns)]
+    # rich adds one blank either side of each column and one at the edge.
+    room = width - 3 * len(columns) - 1
+    names = [i for i, c in enumerate(columns) if c.kind not in NUMERIC]
+    while sum(out) > room and names:
+        i = max(names, key=lambda j: out[j])
+        floor = min(natural[i], 12)
+        if out[i] <= floor:
+            names.remove(i)
+            continue
+        out[i] = max(floor, out[i] - (sum(out) - room))
+    return out
 
 
 def terminal_width(file=None) -> int:

@@ -9,8 +9,8 @@ STAT_COLUMNS = [
     Column("calls", "calls", "int"), Column("long_calls", "long", "int"),
     Column("blocking_calls", "blocking", "int"), Column("long_ns", "long time", "ns"),
     Column("blocking_ns", "blocked", "ns"),
-    Column("p50_ns", "p50", "ns"), Column("p99_ns", "p99", "ns"), Column("max_ns", "max", "ns"),
-    Column("bytes", "bytes", "bytes"),
+    Column("p50_ns", "p50", "ns", drop=2), Column("p99_ns", "p99", "ns", drop=3), Column("max_ns", "max", "ns"),
+    Column("bytes", "bytes", "bytes", drop=1),
 ]
 
 
@@ -45,7 +45,7 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
                       [Column("src_kind", "src kind"), Column("dst_kind", "dst kind")] + STAT_COLUMNS,
                       rep["by_kind"], note=note)
     else:
-        sec = Section(f"by {GROUPINGS[by]}", [Column("group", GROUPINGS[by]), Column("src_kinds", "src kinds")]
+        sec = Section(f"by {GROUPINGS[by]}", [Column("group", GROUPINGS[by]), Column("src_kinds", "src kinds", drop=4)]
                       + STAT_COLUMNS, rep[f"by_{by}"], note=note)
     sections = [sec]
     apis = rep.get("by_api") or []
@@ -54,9 +54,9 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
     if show_top:
         sections.append(Section(
             f"longest calls (top {len(rep['top'])})",
-            [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes"),
+            [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes", drop=1),
              Column("source_class", "class"), Column("waited_for_gpu", "waited", "bool"),
-             Column("backlog_ns", "backlog", "ns"), Column("wait_ns", "wait", "ns"),
+             Column("backlog_ns", "backlog", "ns"), Column("wait_ns", "wait", "ns", drop=2),
              Column("api", "API"), Column("where", "call site"), Column("nvtx_path", "NVTX path")],
             [{**r, "where": r.get("site_line") or r.get("site")} for r in rep["top"]],
             note="backlog: time from the call until the GPU work queued ahead of it on its stream drained; "
@@ -110,8 +110,10 @@ def compare_sections(comparison) -> list[Section]:
     for r in total_rows:
         kind = r.get("unit", "int")
         r["before_s"], r["after_s"] = cell(r["before"], kind), cell(r["after"], kind)
+        r["delta_s"] = _signed(r["after"] - r["before"], kind) if None not in (r["before"], r["after"]) else "-"
     b, a = result["before"], result["after"]
-    secs = [Section("totals", [Column("what", "figure"), Column("before_s", "before"), Column("after_s", "after")],
+    secs = [Section("totals", [Column("what", "figure"), Column("before_s", "before"), Column("after_s", "after"),
+                               Column("delta_s", "delta", "num")],
                     total_rows, note=f"before: {b['steps']} steps, after: {a['steps']} steps"
                     + ("; per-step figures normalize runs of different length" if per_step else ""))]
     titles = {"kind": "memory kind (src -> dst)", "class": "source class", "site": "call site", "nvtx": "NVTX range"}
@@ -125,14 +127,23 @@ def compare_sections(comparison) -> list[Section]:
             Column("blocking_calls_before", "blocking before", "int"),
             Column("blocking_calls_after", "blocking after", "int"),
             Column(ls[0], f"blocked {ls[2]} before", "ns"), Column(ls[1], f"blocked {ls[2]} after", "ns"),
+            Column("delta_s", "delta", "num"),
             Column("max_ns_before", "max before", "ns"), Column("max_ns_after", "max after", "ns"),
-            Column("status", "status")], rows))
+            Column("status", "status")],
+            [{**r, "delta_s": _signed((r.get(ls[1]) or 0) - (r.get(ls[0]) or 0), "ns")} for r in rows]))
     lines = [f"gone: {d['group']} {d['key']} ({d['blocking_calls_before']} long-blocking copies before)"
              for d in result["disappeared"]]
     lines += [f"NEW: {d['group']} {d['key']} ({d['blocking_calls_after']} long-blocking copies after)"
               for d in result["appeared"]]
     secs[-1].lines = lines or ["no long-blocking call site or kind disappeared or appeared"]
     return secs
+
+
+def _signed(value, kind: str) -> str:
+    """A difference with its sign: +1.20 ms, -3, 0."""
+    if not value:
+        return "0"
+    return ("+" if value > 0 else "-") + cell(abs(value), kind)
 
 
 def combined_section(reports) -> Section:
