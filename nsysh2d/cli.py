@@ -268,6 +268,7 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
             plot(result.series, plot_path, title=sweep)
         except ImportError:
             raise NsysH2DError("--plot needs matplotlib: pip install 'nsysh2d[plot]'", EXIT_BAD_INPUT) from None
+        click.echo(f"wrote {plot_path}", err=True)   # stderr: stdout stays the report
     emit(threshold_output(fmt, result), output)
     return 0
 

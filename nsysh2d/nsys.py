@@ -218,6 +218,21 @@ def capture(nsys: str, outdir: Path, label: str, target: list[str], opts: Captur
     return CaptureResult(label, str(rep), str(sqlite_out), str(log))
 
 
+def cuda_calls(sqlite_path: str) -> int:
+    """CUDA API rows in an export (stdlib sqlite3: profiling never needs DuckDB)."""
+    import sqlite3
+    from urllib.parse import quote
+
+    try:
+        con = sqlite3.connect(f"file:{quote(os.path.abspath(sqlite_path))}?mode=ro", uri=True)
+        try:
+            return con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
 def profile_targets(target: list[str], *, output_dir, name, variants, no_variants, nsys_path, trace, cudabacktrace,
                     sample, python_backtrace, nsys_args, export_args, importer_lib, python_exe, dry_run,
                     echo) -> int:
@@ -260,13 +275,19 @@ def profile_targets(target: list[str], *, output_dir, name, variants, no_variant
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise NsysH2DError(f"{out}: cannot create output folder ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
-    written = []
+    written, empty = [], []
     for i, (lab, cmd) in enumerate(runs, 1):
         echo(f"[{i}/{len(runs)}] capturing {lab}", err=True)
         res = capture(exe, out, lab, cmd, opts, importer_lib=importer_lib,
                               echo=lambda s: echo(s, err=True))
         written.append(res.sqlite)
         echo(f"wrote {res.sqlite} (report {res.report}, log {res.log})")
+        if not cuda_calls(res.sqlite):
+            empty.append(res.sqlite)
+    if empty:
+        raise NsysH2DError(f"{', '.join(empty)}: the workload made no CUDA API call that nsys recorded, so there is "
+                           f"nothing to analyze (does it see a GPU? is 'cuda' in --trace, now {trace!r}?)",
+                           EXIT_WORKLOAD_FAILED)
     if len(written) == 2:
         echo(f"next: nsysh2d compare {written[0]} {written[1]}")
     else:

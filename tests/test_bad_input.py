@@ -102,6 +102,14 @@ def test_cuda_trace_without_memcpy_is_an_empty_result(cli, tmp_path):
     assert r.exit_code == 0, r.output
     rep = json.loads(r.stdout)["reports"][0]
     assert rep["totals"]["calls"] == 0 and rep["by_kind"] == [] and rep["top"] == []
+    # Its 256 memcpy API calls are not silently fine: counted, warned about, and the gate cannot pass.
+    assert rep["totals"]["calls_without_activity"] == 256
+    assert "256 memcpy API calls with no memcpy activity row (not counted)" in rep["warnings"]
+    g = cli("gate", p, "--format", "json")
+    assert g.exit_code == 1, g.output
+    rules = {r["name"]: r for r in json.loads(g.stdout)["verdicts"][0]["rules"]}
+    assert not rules["classified-copies"]["passed"] and "256 memcpy API calls without a GPU activity row" in \
+        rules["classified-copies"]["message"]
 
 
 def test_without_mem_kind_enum_warns_and_answers(cli, tmp_path):

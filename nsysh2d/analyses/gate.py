@@ -107,10 +107,16 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
                 f"{per / 1e6:.3f} ms host time in {what} copies per step over {steps} steps; allowed "
                 f"{rules.max_blocked_per_step_ns / 1e6:.3f} ms", offenders if per > rules.max_blocked_per_step_ns else []))
     unclassified = rep["totals"].get("unclassified_calls", 0)
-    if unclassified:
-        results.append(RuleResult("classified-copies", False,
-                                  f"{unclassified} copy calls whose memory or copy kind cannot be decoded: they "
-                                  "cannot be judged, so the trace cannot pass (see the warnings of 'analyze')"))
+    no_activity = rep["totals"].get("calls_without_activity", 0)
+    if unclassified or no_activity:
+        why = []
+        if unclassified:
+            why.append(f"{unclassified} copy calls whose memory or copy kind cannot be decoded")
+        if no_activity:
+            why.append(f"{no_activity} memcpy API calls without a GPU activity row (direction and memory kinds "
+                       "unknown; was the capture cut short?)")
+        results.append(RuleResult("classified-copies", False, " and ".join(why) + ": they cannot be judged, so "
+                                  "the trace cannot pass (see the warnings of 'analyze')"))
     if baseline is not None:
         results += against_baseline(rep, baseline, rules)
     return results

@@ -33,6 +33,16 @@ FIXES = {
     "managed": "managed memory: prefetch (cudaMemPrefetchAsync) or use explicit pinned/device buffers",
     "unknown": "no evidence in the trace: capture with --cudabacktrace=memory (and --python-backtrace=cuda)",
 }
+# The same advice for a program that calls CUDA itself (no PyTorch in the trace: CUDA C/C++, OpenACC, ...).
+FIXES_CUDA = {
+    **FIXES,
+    "pageable": "the host buffer is pageable: allocate it with cudaHostAlloc/cudaMallocHost, or pin the existing "
+                "allocation once with cudaHostRegister, and keep it for every copy",
+    "pinned_strided": "a strided (2D) source through a pageable temporary: copy from a contiguous pinned buffer "
+                      "(cudaMemcpy2DAsync from pinned memory, or pack the rows first)",
+    "pinned": "pinned: keep it that way (a long call here waited for something else: see the stack)",
+    "unknown": "no evidence in the trace: capture with nsys --cudabacktrace=memory",
+}
 
 
 
@@ -139,7 +149,8 @@ def native_sites(trace) -> None:
         stacks.setdefault(cid, []).append((sym, mod))
     native = [(cid, *native_site(frames)) for cid, frames in stacks.items()]
     _register(con, "native_sites", ["callchain_id", "site", "copy_kernels"], ["int64", "string", "int64"], native)
-    _register(con, "fixes", ["source_class", "fix"], ["string", "string"], list(FIXES.items()))
+    _register(con, "fixes", ["framework", "source_class", "fix"], ["string", "string", "string"],
+              [("torch", k, v) for k, v in FIXES.items()] + [("cuda", k, v) for k, v in FIXES_CUDA.items()])
 
 
 def _register(con, name: str, cols: list[str], types: list[str], rows: list[tuple]) -> None:

@@ -46,18 +46,49 @@ def summary_markdown(verdicts: list[dict], errors: list[dict] = ()) -> str:
         out += ["", "| rule | result | detail |", "|---|---|---|"]
         for r in v["rules"]:
             out.append(f"| {r['name']} | {'pass' if r['passed'] else '**fail**'} | {r['message'].replace('|', '/')} |")
-        offenders = [o for r in v["rules"] if not r["passed"] for o in r["offenders"]]
+        offenders = unique_offenders(v)
         if offenders:
             out += ["", "Offending copies:", ""] + [f"- {offender_line(o)}" for o in offenders[:20]]
         out.append("")
     return "\n".join(out) + "\n"
 
 
+def unique_offenders(verdict: dict) -> list[dict]:
+    """The offending copies of a report's failed rules, each once (several rules name the same copies)."""
+    seen, out = set(), []
+    for r in verdict["rules"]:
+        if r["passed"]:
+            continue
+        for o in r["offenders"]:
+            key = o.get("api_start_ns"), o.get("tid"), o.get("site"), o.get("host_ns")
+            if key not in seen:
+                seen.add(key)
+                out.append(o)
+    return out
+
+
+def _escape(text: str) -> str:
+    """A workflow command's message: GitHub reads %, CR and LF as escapes."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
 def github_annotations(verdicts: list[dict]) -> str:
+    """One error per failed rule, and one on each source line (file=, line=) where an offending copy's
+    Python call site is known, so that the pull request shows it at that line."""
+    import re
+
     lines = []
     for v in verdicts:
         for r in v["rules"]:
             if not r["passed"]:
-                msg = r["message"] + "".join(f"%0A{offender_line(o)}" for o in r["offenders"][:10])
-                lines.append(f"::error title=nsysh2d gate {r['name']}::{v['path']}: {msg}")
+                msg = r["message"] + "".join(f"\n{offender_line(o)}" for o in r["offenders"][:10])
+                lines.append(f"::error title=nsysh2d gate {r['name']}::{_escape(v['path'] + ': ' + msg)}")
+        at_line = {}
+        for o in unique_offenders(v):
+            m = re.fullmatch(r"(.+\.py):(\d+)", o.get("site_line") or "")
+            if m:
+                at_line.setdefault((m.group(1), m.group(2)), []).append(o)
+        for (f, n), offs in at_line.items():
+            msg = f"{len(offs)} long-blocking copies here; longest: {offender_line(offs[0])}"
+            lines.append(f"::error file={f},line={n},title=nsysh2d blocking H2D copy::{_escape(msg)}")
     return "\n".join(lines) + ("\n" if lines else "")

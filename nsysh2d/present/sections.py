@@ -64,7 +64,7 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
         fixes = []
         for r in rep["top"]:
             if r.get("waited_for_gpu") and r.get("fix"):
-                line = f"{r.get('site') or r.get('nvtx_range') or '?'} [{r['source_class']}]: {r['fix']}"
+                line = f"{r.get('site') or r.get('nvtx_range') or '(call site unknown)'} [{r['source_class']}]: {r['fix']}"
                 if line not in fixes:
                     fixes.append(line)
         sections[-1].lines = [f"fix {ln}" for ln in fixes]

@@ -7,6 +7,13 @@
 -- copied it through a pageable contiguous temporary. No evidence, no guess: 'unknown'.
 CREATE TEMP TABLE native_sites AS SELECT * FROM native_sites_frame;
 CREATE TEMP TABLE fixes AS SELECT * FROM fixes_frame;
+-- PyTorch or a program calling CUDA itself: the fixes differ (.pin_memory() vs cudaHostAlloc). StringIds holds
+-- every kernel and frame name: PyTorch's kernels and frames are in the at::, c10:: and THP namespaces.
+CREATE TEMP TABLE framework AS
+SELECT CASE WHEN EXISTS (SELECT 1 FROM py_site_names)
+              OR EXISTS (SELECT 1 FROM n.strings WHERE value LIKE '%at::native::%' OR value LIKE '%c10::%'
+                         OR value LIKE 'THPVariable%' OR value LIKE '%at::cuda::%')
+            THEN 'torch' ELSE 'cuda' END AS name;
 
 CREATE TEMP TABLE attrib AS
 WITH keys AS (
@@ -50,6 +57,12 @@ SELECT k.callchain_id, k.py_site_id, k.kind_id,
                 THEN 'srcKind=Pageable, at::native::copy_kernel_cuda x' || COALESCE(k.copy_kernels, 0) ||
                      ' on the native stack (direct copy)'
             ELSE 'srcKind=' || COALESCE(k.src, 'missing') || ', dstKind=' || COALESCE(k.dst, 'missing') END AS evidence,
-       f.fix
+       f.fix || CASE
+           -- Where to look is half the fix: say how to get it where the trace has no file:line.
+           WHEN k.source_class IN ('pinned', 'device', 'unknown') OR k.py_site IS NOT NULL THEN ''
+           WHEN (SELECT name FROM framework) = 'torch'
+               THEN '; for its Python file:line, capture with `nsysh2d profile --python-backtrace`'
+           WHEN k.native_site IS NULL THEN '; for its call site, capture with nsys --cudabacktrace=memory'
+           ELSE '' END AS fix
 FROM k
-LEFT JOIN fixes f ON f.source_class = k.source_class;
+LEFT JOIN fixes f ON f.source_class = k.source_class AND f.framework = (SELECT name FROM framework);
