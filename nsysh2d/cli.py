@@ -68,7 +68,8 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
 @main.command()
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @report_options
-@click.option("--top", default=10, show_default=True, type=click.IntRange(0), help="How many of the longest calls to list.")
+@click.option("--top", default=10, show_default=True, type=click.IntRange(0, 1_000_000),
+              help="How many of the longest calls to list.")
 @click.option("--by", type=click.Choice(GROUPS, case_sensitive=False), default="kind", show_default=True,
               help="Group by memory kind, call site, true source class, NVTX range or stream.")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: CPU count).")

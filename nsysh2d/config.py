@@ -36,7 +36,12 @@ def gate_settings(path: Path | None = None) -> tuple[dict, Path | None]:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise BadInput(f"{p}: cannot read [tool.nsysh2d.gate] ({e})") from None
-    section = data.get("tool", {}).get("nsysh2d", {}).get("gate", {})
+    section = data
+    for key in ("tool", "nsysh2d", "gate"):
+        section = section.get(key, {})
+        if not isinstance(section, dict):
+            raise BadInput(f"{p}: [tool.nsysh2d] {key} must be a table of settings, not {section!r}"
+                           if key == "gate" else f"{p}: {key} must be a table, not {section!r}")
     unknown = set(section) - KEYS
     if unknown:
         raise BadInput(f"{p}: unknown key(s) in [tool.nsysh2d.gate]: {', '.join(sorted(unknown))} "

@@ -109,8 +109,12 @@ def cached_report(path: str, opts, groups, use_cache=True, compute=None):
         return compute()
     entry = entry_path(path, opts, groups)
     try:
-        with open(entry) as f:
-            rep = Report.from_json(json.load(f))
+        with open(entry, encoding="utf-8") as f:
+            stored = json.load(f)
+        # Served only if it is what was written: an entry edited, truncated or of another shape is recomputed.
+        if _digest(stored["report"]) != stored["sha256"]:
+            raise ValueError("cache entry altered")
+        rep = Report.from_json(stored["report"])
         rep.path = path
         return rep
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -118,10 +122,15 @@ def cached_report(path: str, opts, groups, use_cache=True, compute=None):
     rep = compute()
     try:
         cache_dir("reports")
-        atomic_write(entry, json.dumps(rep.to_json(), default=str))
+        payload = json.loads(json.dumps(rep.to_json(), default=str))
+        atomic_write(entry, json.dumps({"sha256": _digest(payload), "report": payload}))
     except OSError:
         pass  # an unwritable cache folder only costs speed
     return rep
+
+
+def _digest(payload) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 def clear_cache() -> int:
@@ -156,11 +165,17 @@ def _compute(path, opts, groups, nsys):
     from .analyses.h2d_blocking import analyze
     from .model import CopyModel
 
-    model = CopyModel.open(path, nsys=nsys)
-    try:
-        return analyze(model, opts, groups)
-    finally:
-        model.close()
+    from .source.files import damage_is_bad_input
+
+    with damage_is_bad_input(path):
+        model = CopyModel.open(path, nsys=nsys)
+        try:
+            return analyze(model, opts, groups)
+        finally:
+            model.close()
+
+
+
 
 
 def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, nsys: str | None = None,

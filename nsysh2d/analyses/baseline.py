@@ -35,7 +35,34 @@ def read_baseline(path: str | None) -> dict | None:
         raise NsysH2DError(f"{path}: not a baseline file (invalid JSON)", EXIT_BAD_INPUT) from None
     if not isinstance(base, dict) or base.get("nsysh2d_baseline") != 1:
         raise NsysH2DError(f"{path}: not a baseline written by 'nsysh2d baseline'", EXIT_BAD_INPUT)
+    problem = _shape_problem(base)
+    if problem:
+        raise NsysH2DError(f"{path}: not a baseline as 'nsysh2d baseline' writes it ({problem}); remake it",
+                           EXIT_BAD_INPUT)
     return base
+
+
+def _shape_problem(base: dict) -> str | None:
+    """What is wrong with the fields the gate reads, or None."""
+    number = (int, float)
+    if not isinstance(base.get("min_duration_ns"), int) or not isinstance(base.get("direction"), str):
+        return "min_duration_ns/direction missing"
+    for key in ("by_site", "by_class", "by_nvtx", "by_kind"):
+        rows = base.get(key, [])
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            return f"{key} is not a list of rows"
+        for r in rows:
+            if key != "by_kind" and not isinstance(r.get("group"), str):
+                return f"a {key} row without a group name"
+            for k in ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns"):
+                if k in r and (isinstance(r[k], bool) or not isinstance(r[k], number) or r[k] < 0):
+                    return f"{key} {k} = {r[k]!r}"
+    steps = base.get("steps", {})
+    if not isinstance(steps, dict) or not isinstance(steps.get("steps", 0), int):
+        return "steps is not {steps: N}"
+    if "accepted" in base and not isinstance(base["accepted"], str):
+        return "accepted is not text"
+    return None
 
 
 @dataclass

@@ -101,6 +101,7 @@ class Report:
 def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     """The report of one copy model with these options."""
     opts.check()
+    check_pattern(model, opts.step_pattern)
     kinds = group_rows(model, "kind", opts)
     row = model.rows("analyses/steps", {"pattern": opts.step_pattern})[0]
     steps = Steps(opts.step_pattern, row["steps"], row["step_ns"])
@@ -147,3 +148,16 @@ def api_rows(model, opts: Options) -> list[dict]:
     opts.check()
     model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
     return model.rows("analyses/by_api", {"min_ns": opts.min_ns, "direction": opts.direction})
+
+
+def check_pattern(model, pattern: str) -> None:
+    """DuckDB's regular expressions (RE2) reject some that Python takes (look-behind, back-references)."""
+    import duckdb
+
+    from ..errors import BadInput
+
+    try:
+        model.trace.con.execute("SELECT regexp_matches('', $p)", {"p": pattern})
+    except duckdb.Error as e:
+        raise BadInput(f"bad --step-pattern {pattern!r}: {str(e).splitlines()[0]} (RE2 syntax: no look-around, "
+                       "no back-references)") from None

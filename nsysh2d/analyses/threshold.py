@@ -55,12 +55,14 @@ class ThresholdResult:
 def threshold_report(path: str, nsys: str | None = None) -> ThresholdResult:
     """The thresholds of one sweep trace."""
     from ..model import CopyModel
+    from ..source.files import damage_is_bad_input
 
-    model = CopyModel.open(path, nsys=nsys)
-    try:
-        return ThresholdResult(path, thresholds(sweep_rows(model)))
-    finally:
-        model.close()
+    with damage_is_bad_input(path):
+        model = CopyModel.open(path, nsys=nsys)
+        try:
+            return ThresholdResult(path, thresholds(sweep_rows(model)))
+        finally:
+            model.close()
 
 
 def thresholds(rows: pl.DataFrame) -> list[dict]:

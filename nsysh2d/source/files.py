@@ -1,7 +1,9 @@
 """Is this file an nsys SQLite export we can read? Says what it is instead when it is not."""
 from __future__ import annotations
 
+import re
 import stat
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..errors import BadInput
@@ -59,3 +61,33 @@ def check_regular(path, what: str) -> None:
         return  # the caller's read reports it
     if not stat.S_ISREG(st.st_mode):
         raise BadInput(f"{path}: {what} is not a regular file (a pipe or device?)")
+
+
+# What SQLite and DuckDB say when the file, not nsysh2d, is at fault: a damaged page, values of the wrong type.
+_DAMAGE = re.compile(r"malformed|disk image|not a database|file is encrypted|corrupt|Could not convert|"
+                     r"Conversion Error|Invalid unicode|invalid UTF-8|Mismatch Type|Out of Range", re.I)
+
+
+def damaged_input(path: str, e: Exception):
+    """A BadInput naming the file when `e` is damage in it (see _DAMAGE), else None (a bug: exit 70)."""
+    from ..errors import BadInput, first_line
+
+    if isinstance(e, (MemoryError, KeyboardInterrupt)) or not _DAMAGE.search(str(e)):
+        return None
+    return BadInput(f"{path}: damaged or not as nsys writes it ({first_line(e, 200)})")
+
+
+@contextmanager
+def damage_is_bad_input(path: str):
+    """Errors that are damage in the user's file become one-line bad input naming it; others pass."""
+    from ..errors import NsysH2DError
+
+    try:
+        yield
+    except NsysH2DError:
+        raise
+    except Exception as e:
+        bad = damaged_input(path, e)
+        if bad is None:
+            raise
+        raise bad from None

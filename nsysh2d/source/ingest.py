@@ -66,7 +66,9 @@ class Parts:
     def _part_sqls(self, read: Read, cols: dict) -> list[str]:
         if self.table is None:
             return []
-        exprs = ", ".join(f'"{src}" AS "{out}"' if src else f'NULL AS "{out}"' for out, src in cols.items())
+        from .schema import column_expr
+
+        exprs = ", ".join(column_expr(src, out, "sqlite") if src else f'NULL AS "{out}"' for out, src in cols.items())
         cond = f" AND ({read.where})" if read.where else ""
         with _bad_table(self.trace, self.table):
             # Two subqueries: SQLite answers each from the b-tree's ends; min() and max() in one

@@ -47,12 +47,32 @@ VIEWS = {
 }
 TYPES = {"text": "VARCHAR", "value": "VARCHAR", "label": "VARCHAR", "name": "VARCHAR"}
 
+# Timestamps beyond +-2^62 ns (146 years) are damage, not time: they are read as NULL (so rows with them are
+# left out with a warning) instead of overflowing a subtraction later.
+TIME_COLUMNS = ("start", "end")
+TIME_LIMIT = 2 ** 62
+
+
+def column_expr(src: str, out: str, dialect: str = "duckdb") -> str:
+    """The SELECT expression of a normalized column, for DuckDB's views or SQLite itself (ingest.py). Text
+    where an integer belongs is left as it is: reading it is then an error naming the table."""
+    if out not in TIME_COLUMNS:
+        return f'"{src}" AS "{out}"'
+    if dialect == "sqlite":
+        return (f"CASE WHEN typeof(\"{src}\") = 'integer' AND \"{src}\" NOT BETWEEN {-TIME_LIMIT} AND {TIME_LIMIT} "
+                f'THEN NULL ELSE "{src}" END AS "{out}"')
+    return f'CASE WHEN "{src}" BETWEEN {-TIME_LIMIT} AND {TIME_LIMIT} THEN "{src}" END AS "{out}"'
+
+
 # What an analysis of H2D copies cannot do without.
 REQUIRED = {"runtime": ["start", "end", "global_tid", "correlation_id", "name_id"],
             "strings": ["id", "value"]}
 REQUIRED_IF_PRESENT = {"memcpy": ["start", "end", "correlation_id", "bytes", "copy_kind", "src_kind", "dst_kind"]}
 
 
+
+# Lookup tables: one row per id, whatever the file holds.
+ONE_ROW_PER_ID = ("strings", "mem_kind_enum", "copy_kind_enum", "event_class_enum", "event_type_enum")
 
 # Views that fall back to source/known_enums.sql when the file has no such table.
 KNOWN_ENUMS = {"mem_kind_enum": "known_mem_kind", "copy_kind_enum": "known_copy_kind",
@@ -78,7 +98,7 @@ def source_columns(tables: dict[str, set[str]], view: str) -> tuple[str | None, 
     return table, {out: (src if src in have else None) for out, src in cols.items()}
 
 
-def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]) -> None:
+def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str], views=()) -> None:
     """Schema n: one view per VIEWS entry over the attached file `src`, then source/views.sql."""
     con.execute("CREATE SCHEMA n")
     sql.run(con, "source/known_enums")
@@ -97,16 +117,31 @@ def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]
         exprs = []
         for out, src in mapped.items():
             if src:
-                exprs.append(f'"{src}" AS {out}')
+                exprs.append(column_expr(src, out))
             else:
                 if out in needed or (have is not None and out in REQUIRED_IF_PRESENT.get(view, [])):
                     raise BadInput(f"{path}: table {table} has no column {cols[out]}; re-export with a "
                                    "current 'nsys export --type sqlite'")
                 exprs.append(f"CAST(NULL AS {TYPES.get(out, 'BIGINT')}) AS {out}")
         source = f'src."{have}"' if have is not None else "(SELECT 1) WHERE false"
-        con.execute(f"CREATE VIEW n.{view} AS SELECT {', '.join(exprs)} FROM {source}")
+        select = f"SELECT {', '.join(exprs)} FROM {source}"
+        if view in ONE_ROW_PER_ID and have is not None:
+            # A damaged file may repeat an id: every join on it would multiply rows. One row per id, said once.
+            dups = con.execute(f'SELECT count(*) - count(DISTINCT id) FROM src."{have}"').fetchone()[0]
+            if dups:
+                warnings.append(f"{dups} duplicated ids in {have} (each id read once)")
+                other = [c for c in mapped if c != "id"]
+                select = (f"SELECT id, {', '.join(f'min({c}) AS {c}' for c in other)} FROM ({select}) "
+                          "GROUP BY id")
+        try:
+            con.execute(f"CREATE VIEW n.{view} AS {select}")
+        except Exception as e:   # e.g. columns without declared types come through as BLOB
+            raise BadInput(f"{path}: table {have}: columns not typed as nsys writes them "
+                           f"({str(e).splitlines()[0][:160]})") from None
     if missing_tables:
         table, option = missing_tables[0]
+        if table in views:
+            raise BadInput(f"{path}: {table} is a view, not a table as nsys writes it (an edited export?)")
         if not tables:
             raise BadInput(f"{path}: SQLite file without tables (not an nsys export)")
         if table == "CUPTI_ACTIVITY_KIND_RUNTIME":

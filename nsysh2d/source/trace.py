@@ -22,7 +22,12 @@ DEFAULT_MEMORY_LIMIT = "200MB"
 
 
 def memory_limit() -> str:
-    return os.environ.get("NSYSH2D_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+    import re
+
+    value = os.environ.get("NSYSH2D_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+    if not re.fullmatch(r"\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*", value, re.I):
+        raise BadInput(f"bad NSYSH2D_MEMORY_LIMIT={value!r}: a size such as 200MB or 2GiB")
+    return value
 
 
 def _duckdb_config(threads: int | None) -> dict:
@@ -102,7 +107,7 @@ class Trace:
         for t, c in rows:
             tables.setdefault(t, set()).add(c)
         tr = cls(str(p), con, tables, threads=threads, source=source)
-        schema.build_views(con, tr.path, tables, tr.warnings)
+        schema.build_views(con, tr.path, tables, tr.warnings, _sqlite_views(str(p)))
         tr.meta = schema.read_meta(con)
         return tr
 
@@ -160,3 +165,18 @@ def _sqlite_header(path: str) -> bool:
             return f.read(16) == b"SQLite format 3\x00"
     except OSError:
         return False
+
+
+def _sqlite_views(path: str) -> set[str]:
+    """Names of the file's views (the scanner lists tables only), read-only through Python's sqlite3."""
+    import sqlite3
+    from urllib.parse import quote
+
+    try:
+        con = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
+        try:
+            return {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'view'")}
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return set()

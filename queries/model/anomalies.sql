@@ -3,8 +3,12 @@
 SELECT 'duplicates' AS key, 'memcpy activity rows duplicated exactly (counted once)' AS what,
        (SELECT memcpy_duplicates FROM copy_stats) AS n
 UNION ALL
-SELECT 'bad_duration', 'copy calls with a NULL or negative host duration (left out)',
+SELECT 'bad_duration', 'copy calls with a NULL, negative or impossible (beyond 2^62 ns) host start/end (left out)',
        (SELECT count(*) FROM calls WHERE api_end IS NULL OR api_start IS NULL OR api_end < api_start)
+UNION ALL
+SELECT 'no_gpu_time', 'copy calls whose GPU activity has a NULL or impossible start/end (whether they waited for the '
+       || 'GPU is unknown: counted, never as blocking)',
+       (SELECT count(*) FROM calls WHERE api_end >= api_start AND (gpu_start IS NULL OR gpu_end IS NULL))
 UNION ALL
 SELECT 'unclassified', 'copy calls whose memory or copy kind cannot be decoded (ids unknown to the file and to nsysh2d)',
        (SELECT count(*) FROM calls_k c
