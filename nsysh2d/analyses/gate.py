@@ -107,14 +107,14 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
                 f"{per / 1e6:.3f} ms host time in {what} copies per step over {steps} steps; allowed "
                 f"{rules.max_blocked_per_step_ns / 1e6:.3f} ms", offenders if per > rules.max_blocked_per_step_ns else []))
     unclassified = rep["totals"].get("unclassified_calls", 0)
-    no_activity = rep["totals"].get("calls_without_activity", 0)
-    if unclassified or no_activity:
-        why = []
-        if unclassified:
-            why.append(f"{unclassified} copy calls whose memory or copy kind cannot be decoded")
-        if no_activity:
-            why.append(f"{no_activity} memcpy API calls without a GPU activity row (direction and memory kinds "
-                       "unknown; was the capture cut short?)")
+    t = rep["totals"]
+    why = [f"{n} {what}" for n, what in (
+        (unclassified, "copy calls whose memory or copy kind cannot be decoded"),
+        (t.get("calls_without_activity", 0), "memcpy API calls without a GPU activity row (direction and memory "
+                                             "kinds unknown; was the capture cut short?)"),
+        (t.get("activity_without_call", 0), "copies that no copy API call claims (missing, unnamed or renamed in StringIds)"),
+        (t.get("merged_calls", 0), "correlationIds shared by several memcpy calls")) if n]
+    if why:
         results.append(RuleResult("classified-copies", False, " and ".join(why) + ": they cannot be judged, so "
                                   "the trace cannot pass (see the warnings of 'analyze')"))
     if baseline is not None:
@@ -184,7 +184,8 @@ class GateSettings:
     warmup_steps: int = 0
 
     CONVERT = {"warmup_steps": int, "max_long_calls": int, "count": str, "min_duration": parse_duration,
-               "max_blocked_per_step": parse_duration, "direction": str, "calls": str, "baseline": str, "tolerance": str,
+               "max_blocked_per_step": parse_duration, "direction": str, "calls": str, "baseline": str,
+               "tolerance": lambda v: (parse_fraction(str(v)), str(v))[1],
                "step_pattern": str, "kinds": lambda v: tuple([v] if isinstance(v, str) else v)}
 
     @classmethod

@@ -35,8 +35,11 @@ class Totals:
     blocking_calls_per_step: float | None = None
     # Calls of any direction whose kinds cannot be decoded: they cannot be judged (the gate fails).
     unclassified_calls: int = 0
-    # Memcpy API calls without a GPU activity row: neither direction nor kinds are known (the gate fails).
+    # Memcpy API calls without a GPU activity row: neither direction nor kinds are known; copy activity whose
+    # call is missing or unnamed; calls merged by a shared correlationId. The gate fails on any of them.
     calls_without_activity: int = 0
+    activity_without_call: int = 0
+    merged_calls: int = 0
     # The async/sync split of this direction, whatever --calls counts above (from by_api).
     async_calls: int = 0
     async_long_calls: int = 0
@@ -46,15 +49,16 @@ class Totals:
     sync_long_ns: int = 0
 
     @classmethod
-    def of(cls, kind_rows: list[dict], steps: Steps, unclassified: int = 0, api_rows=(),
-           without_activity: int = 0) -> "Totals":
+    def of(cls, kind_rows: list[dict], steps: Steps, api_rows=(), anomalies: dict | None = None) -> "Totals":
+        an = anomalies or {}
         sums = {k: int(sum(r[k] or 0 for r in kind_rows)) for k in TOTAL_KEYS}
         split = {f"{side}_{k}": int(sum(r[k] or 0 for r in api_rows if bool(r["sync"]) == (side == "sync")))
                  for side in ("async", "sync") for k in ("calls", "long_calls", "long_ns")}
         return cls(**sums, long_ns_per_step=steps.per_step(sums["long_ns"]),
                    blocking_ns_per_step=steps.per_step(sums["blocking_ns"]),
-                   blocking_calls_per_step=steps.per_step(sums["blocking_calls"]), unclassified_calls=unclassified,
-                   calls_without_activity=without_activity, **split)
+                   blocking_calls_per_step=steps.per_step(sums["blocking_calls"]),
+                   unclassified_calls=an.get("unclassified", 0), calls_without_activity=an.get("no_activity", 0),
+                   activity_without_call=an.get("orphans", 0), merged_calls=an.get("shared_correlation", 0), **split)
 
 
 @dataclass
@@ -109,8 +113,7 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     apis = api_rows(model, opts)
     return Report(path=model.path, nsys_version=meta.get("nsys_version"), schema_version=meta.get("schema_version"),
                   gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
-                  totals=Totals.of(kinds, steps, model.anomalies.get("unclassified", 0), apis,
-                                   model.anomalies.get("no_activity", 0)), by_kind=kinds,
+                  totals=Totals.of(kinds, steps, apis, model.anomalies), by_kind=kinds,
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
                   warnings=model.warnings,
                   by_step=model.rows("analyses/by_step", opts.params(pattern=opts.step_pattern)),

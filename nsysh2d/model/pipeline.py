@@ -38,7 +38,7 @@ class Step:
 PIPELINE: tuple[Step, ...] = (
     Step("rules", (), ("is_long()", "waited_for_gpu()", "is_blocking()", "waited_behind_backlog()")),
     Step("nvtx", ("n.nvtx_ranges",), ("nvtx_ranges", "nvtx_tree", "nvtx_events", "with_nvtx()")),
-    Step("store", (), ("memcpy_raw", "api_raw", "copies", "folded", "fold_stats")),
+    Step("store", (), ("memcpy_raw", "api_raw", "copies", "folded", "fold_stats", "orphan_stats")),
     Step("store_memcpy", ("n.memcpy",), ("memcpy_raw",), checkpoint=True),
     Step("copies_part", ("api_part", "memcpy_raw", "with_nvtx()"), ("api_raw", "copies"), each_part=True,
          checkpoint=True),
@@ -47,6 +47,9 @@ PIPELINE: tuple[Step, ...] = (
          when="SELECT (SELECT count(*) FROM copy_keys_multi) > 0 "
               "OR (SELECT count(*) FROM api_raw) > (SELECT count(*) FROM copies)"),
     Step("calls", ("copies", "folded", "fold_stats", "api_raw"), ("calls", "copy_stats"), checkpoint=True),
+    Step("orphans", ("calls", "memcpy_raw", "n.runtime", "n.strings"), ("orphan_stats",),
+         when="SELECT EXISTS (SELECT 1 FROM memcpy_raw m ANTI JOIN calls c ON c.correlation_id = m.correlation_id "
+              "AND (m.global_pid IS NULL OR m.global_pid = c.global_pid))"),
     Step("python_sites", ("calls", "n.nvtx"), ("py_site_names", "python_sites"), prepare=attribution.python_sites),
     Step("labels", ("calls", "python_sites", "n.mem_kind_enum", "n.copy_kind_enum"),
          ("kind_labels", "api_names", "calls_k")),

@@ -98,6 +98,16 @@ def source_columns(tables: dict[str, set[str]], view: str) -> tuple[str | None, 
     return table, {out: (src if src in have else None) for out, src in cols.items()}
 
 
+def check_typed(path: str, tables: dict[str, set[str]], blobs: set[tuple[str, str]]) -> None:
+    """nsys declares a type for every column the views read; one without (read as BLOB) is not its export."""
+    for view in VIEWS:
+        table, cols = source_columns(tables, view)
+        for src in cols.values():
+            if src and (table, src) in blobs:
+                raise BadInput(f"{path}: table {table}: column {src} has no declared type; columns not typed as "
+                               "nsys writes them (an edited export?)")
+
+
 def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str], views=()) -> None:
     """Schema n: one view per VIEWS entry over the attached file `src`, then source/views.sql."""
     con.execute("CREATE SCHEMA n")

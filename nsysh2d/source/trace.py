@@ -97,15 +97,19 @@ class Trace:
         con.execute(f"LOAD '{_sqlite_extension_path()}'")
         try:
             con.execute(f"ATTACH {_sql_string(str(p))} AS src (TYPE sqlite, READ_ONLY)")
-            rows = con.execute("SELECT table_name, column_name FROM information_schema.columns "
+            rows = con.execute("SELECT table_name, column_name, data_type FROM information_schema.columns "
                                "WHERE table_catalog = 'src'").fetchall()
         except duckdb.Error as e:
             if "locked" in str(e).lower() or "busy" in str(e).lower():
                 raise BadInput(f"{path}: locked by another process (is nsys export still writing it?)") from None
             raise BadInput(f"{path}: cannot read as SQLite ({first_line(e)})") from None
         tables: dict[str, set[str]] = {}
-        for t, c in rows:
+        blobs = set()
+        for t, c, typ in rows:
             tables.setdefault(t, set()).add(c)
+            if typ == "BLOB":   # the scanner's type for a column declared without a type
+                blobs.add((t, c))
+        schema.check_typed(str(p), tables, blobs)
         tr = cls(str(p), con, tables, threads=threads, source=source)
         schema.build_views(con, tr.path, tables, tr.warnings, _sqlite_views(str(p)))
         tr.meta = schema.read_meta(con)

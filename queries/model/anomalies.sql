@@ -3,6 +3,12 @@
 SELECT 'duplicates' AS key, 'memcpy activity rows duplicated exactly (counted once)' AS what,
        (SELECT memcpy_duplicates FROM copy_stats) AS n
 UNION ALL
+SELECT 'orphans', 'memcpy activity rows that no copy API call claims (their call is missing, unnamed in StringIds or not a copy API; not counted)',
+       (SELECT COALESCE(sum(activity_without_call), 0) FROM orphan_stats)
+UNION ALL
+SELECT 'shared_correlation', 'correlationIds shared by several memcpy API calls (a damaged export: one call kept per id)',
+       (SELECT shared_correlation FROM copy_stats)
+UNION ALL
 SELECT 'bad_duration', 'copy calls with a NULL, negative or impossible (beyond 2^62 ns) host start/end (left out)',
        (SELECT count(*) FROM calls WHERE api_end IS NULL OR api_start IS NULL OR api_end < api_start)
 UNION ALL

@@ -9,6 +9,7 @@ SELECT * FROM folded;
 CREATE TEMP TABLE copy_stats AS
 SELECT COALESCE((SELECT api_rows_without_activity FROM fold_stats),
                 (SELECT count(*) FROM api_raw) - (SELECT count(*) FROM copies)) AS api_rows_without_activity,
-       COALESCE((SELECT memcpy_duplicates FROM fold_stats), 0) AS memcpy_duplicates;
+       COALESCE((SELECT memcpy_duplicates FROM fold_stats), 0) AS memcpy_duplicates,
+       COALESCE((SELECT shared_correlation FROM fold_stats), 0) AS shared_correlation;
 
 DROP TABLE api_raw;

@@ -14,6 +14,10 @@ SELECT * FROM (
     SELECT *,
            max(callchain_id) OVER w AS any_callchain,
            count(*) OVER w AS api_rows,
+           -- Rows of API calls (runtime or driver), not of backtraces: two of them under one id are two
+           -- calls that a damaged export made share a correlationId (they cannot be told apart: one is kept).
+           count(*) FILTER (WHERE event_class IN (SELECT id FROM n.event_class_enum
+                                                  WHERE label IN ('CUDA runtime', 'CUDA driver'))) OVER w AS call_rows,
            row_number() OVER (PARTITION BY global_pid, correlation_id
                               ORDER BY (event_class = (SELECT id FROM n.runtime_class)) IS TRUE DESC,
                                        ("end" - start) NULLS LAST) AS rn
@@ -45,6 +49,7 @@ INSERT INTO folded BY NAME SELECT * FROM with_nvtx('fold_calls');
 
 INSERT INTO fold_stats
 SELECT (SELECT count(*) FROM fold_memcpy_raw) - (SELECT count(*) FROM fold_memcpy),
+       (SELECT count(*) FROM fold_api WHERE call_rows > 1),
        (SELECT count(*) FROM (SELECT DISTINCT global_pid_of(global_tid), correlation_id FROM api_raw))
        - (SELECT count(*) FROM copies c ANTI JOIN copy_keys_multi k USING (global_pid, correlation_id))
        - (SELECT count(*) FROM folded);

@@ -7,6 +7,7 @@
 --   copies      one row per (runtime row, activity row) pair, part by part (copies_part.sql)
 --   folded      the calls with several such rows, one row each (copies_fold.sql, when there are any)
 --   fold_stats  what folding found (copies_fold.sql)
+--   orphan_stats  copy activity no named API call claims (orphans.sql, when there is unclaimed activity)
 ATTACH ':memory:' AS store (COMPRESS);
 SET search_path = 'main,store.main';
 
@@ -21,4 +22,5 @@ CREATE TABLE store.copies (global_tid BIGINT, global_pid BIGINT, correlation_id 
                            stream_id INTEGER, activity_rows INTEGER, api_rows INTEGER, callchain_id BIGINT,
                            nvtx_id INTEGER);
 CREATE TABLE store.folded AS SELECT * FROM store.copies WHERE false;
-CREATE TABLE store.fold_stats (memcpy_duplicates BIGINT, api_rows_without_activity BIGINT);
+CREATE TABLE store.fold_stats (memcpy_duplicates BIGINT, shared_correlation BIGINT, api_rows_without_activity BIGINT);
+CREATE TABLE store.orphan_stats (activity_without_call BIGINT);

@@ -1,0 +1,220 @@
+"""A battery of damaged and odd inputs built at test time from a real export (issue 19). Each damaged case must
+keep every promise: exit 2, one line on stderr naming the file and the problem, the input byte-identical,
+nothing written beside it, nothing on stdout. Each odd-but-valid case must give the right answer against plain
+SQL over the same file, with a warning that counts what was odd, and a gate that cannot pass where copies
+cannot be judged."""
+import json
+import random
+import shutil
+import sqlite3
+
+import pytest
+
+from conftest import SWEEP_TRACES, listing, run_cli, sha256
+
+REAL = SWEEP_TRACES["2025.3"]
+MEMCPY_CALLS = ("SELECT r.rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+                "WHERE s.value LIKE 'cudaMemcpyAsync%'")
+
+
+def build(tmp_path, *sqls, name="t.sqlite"):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    p = folder / name
+    shutil.copy(REAL, p)
+    con = sqlite3.connect(p)
+    for s in sqls:
+        con.execute(s)
+    con.commit()
+    con.close()
+    return p
+
+
+def corrupt_pages(tmp_path, table):
+    """Two leaf pages of `table` overwritten with random bytes (as a bad disk or an interrupted copy would)."""
+    p = build(tmp_path)
+    con = sqlite3.connect(p)
+    size = con.execute("PRAGMA page_size").fetchone()[0]
+    pages = [n for (n,) in con.execute("SELECT pageno FROM dbstat WHERE name = ? AND pagetype = 'leaf'", (table,))]
+    con.close()
+    rnd = random.Random(table)
+    with open(p, "r+b") as f:
+        for n in pages[len(pages) // 2: len(pages) // 2 + 2]:
+            f.seek((n - 1) * size)
+            f.write(bytes(rnd.randrange(256) for _ in range(size)))
+    return p
+
+
+def untyped_memcpy(tmp_path):
+    cols = [r[1] for r in sqlite3.connect(REAL).execute("PRAGMA table_info(CUPTI_ACTIVITY_KIND_MEMCPY)")]
+    return build(tmp_path, "CREATE TABLE m2 AS SELECT * FROM CUPTI_ACTIVITY_KIND_MEMCPY",
+                 "DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY",
+                 f"CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY ({', '.join(cols)})",
+                 "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY SELECT * FROM m2", "DROP TABLE m2")
+
+
+DAMAGED = {
+    "corrupt runtime pages": (lambda t: corrupt_pages(t, "CUPTI_ACTIVITY_KIND_RUNTIME"), "malformed"),
+    "corrupt memcpy pages": (lambda t: corrupt_pages(t, "CUPTI_ACTIVITY_KIND_MEMCPY"), "malformed"),
+    "corrupt StringIds pages": (lambda t: corrupt_pages(t, "StringIds"), "malformed"),
+    "corrupt NVTX pages": (lambda t: corrupt_pages(t, "NVTX_EVENTS"), "malformed"),
+    "corrupt kernel pages": (lambda t: corrupt_pages(t, "CUPTI_ACTIVITY_KIND_KERNEL"), "malformed"),
+    "text in a memcpy integer column": (lambda t: build(
+        t, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = 'lots' WHERE rowid IN "
+           "(SELECT rowid FROM CUPTI_ACTIVITY_KIND_MEMCPY LIMIT 2)"), "bytes"),
+    "text in a runtime timestamp": (lambda t: build(
+        t, f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = 'abc' WHERE rowid IN ({MEMCPY_CALLS} LIMIT 1)"),
+        "CUPTI_ACTIVITY_KIND_RUNTIME"),
+    "BLOB in NVTX text": (lambda t: build(
+        t, "UPDATE NVTX_EVENTS SET text = X'00FF10' WHERE rowid IN "
+           "(SELECT rowid FROM NVTX_EVENTS WHERE text IS NOT NULL LIMIT 3)"), "blob"),
+    "invalid UTF-8 in NVTX text": (lambda t: build(
+        t, "UPDATE NVTX_EVENTS SET text = CAST(X'66FF6F' AS TEXT) WHERE rowid IN "
+           "(SELECT rowid FROM NVTX_EVENTS WHERE text IS NOT NULL LIMIT 3)"), "unicode"),
+    "columns without declared types": (untyped_memcpy, "not typed as nsys writes them"),
+    "runtime 'table' that is a view": (lambda t: build(
+        t, "ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME TO rt",
+        "CREATE VIEW CUPTI_ACTIVITY_KIND_RUNTIME AS SELECT * FROM rt"), "is a view"),
+}
+
+
+@pytest.mark.parametrize("case", list(DAMAGED))
+@pytest.mark.parametrize("command", ["analyze", "gate", "threshold", "compare"])
+def test_damaged_input_keeps_every_promise(tmp_path, case, command):
+    make, words = DAMAGED[case]
+    p = make(tmp_path)
+    before, files = sha256(p), listing(p.parent)
+    args = {"analyze": [p], "gate": [p], "threshold": [p], "compare": [REAL, p]}[command]
+    cache = [] if command == "threshold" else ["--no-cache"]
+    r = run_cli(command, *args, "--format", "json", *cache, env={"NSYSH2D_CACHE_DIR": str(tmp_path / "cache")})
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert len(lines) == 1 and str(p) in lines[0] and words.lower() in lines[0].lower(), lines
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    if command == "gate":   # the document says what could not be judged, and that it did not pass
+        doc = json.loads(r.stdout)
+        assert doc["passed"] is False and doc["errors"][0]["path"] == str(p)
+    else:
+        assert r.stdout == ""
+    assert sha256(p) == before and listing(p.parent) == files
+
+
+def sql_h2d_calls(p, where=""):
+    con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+    n = con.execute(f"""
+        SELECT count(DISTINCT r.correlationId) FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+        JOIN (SELECT DISTINCT id, value FROM StringIds) s ON s.id = r.nameId AND s.value LIKE 'cudaMemcpyAsync%'
+        JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId AND m.copyKind = 1
+        WHERE r.eventClass = 0 {where}""").fetchone()[0]
+    con.close()
+    return n
+
+
+def analyze(p):
+    r = run_cli("analyze", p, "--no-cache", "--format", "json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)["reports"][0]
+
+
+def gate_rules(p):
+    r = run_cli("gate", p, "--no-cache", "--format", "json")
+    return r.returncode, {x["name"]: x for x in json.loads(r.stdout)["verdicts"][0]["rules"]}
+
+
+@pytest.mark.parametrize("table,where", [("StringIds", "value LIKE 'cudaMemcpy%'"),
+                                         ("ENUM_CUDA_MEM_KIND", "1"), ("ENUM_CUDA_MEMCPY_OPER", "1")])
+def test_duplicated_ids_do_not_multiply_counts(tmp_path, table, where):
+    (ddl,) = sqlite3.connect(REAL).execute("SELECT sql FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    ddl = ddl.replace("PRIMARY KEY", "").replace("UNIQUE", "").replace("NOT NULL", "")   # let ids repeat
+    p = build(tmp_path, f"CREATE TABLE x AS SELECT * FROM {table}", f"DROP TABLE {table}",
+              ddl, f"INSERT INTO {table} SELECT * FROM x",
+              f"INSERT INTO {table} SELECT * FROM x WHERE {where}", "DROP TABLE x")
+    rep = analyze(p)
+    assert rep["totals"]["calls"] == sql_h2d_calls(p) == sql_h2d_calls(REAL)
+    assert any(w.endswith(f"duplicated ids in {table} (each id read once)") for w in rep["warnings"])
+
+
+def test_overflowing_timestamps_are_left_out_and_counted(tmp_path):
+    p = build(tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = -9000000000000000000, "
+                        f"end = 9000000000000000000 WHERE rowid IN ({MEMCPY_CALLS} LIMIT 2)",
+              "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = 9000000000000000000 WHERE rowid IN "
+              "(SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 3)")
+    rep = analyze(p)
+    assert rep["totals"]["calls"] == sql_h2d_calls(p, "AND abs(r.end) < 4611686018427387904 "
+                                                      "AND abs(r.start) < 4611686018427387904")
+    assert "2 copy calls with a NULL, negative or impossible (beyond 2^62 ns) host start/end (left out)" \
+        in rep["warnings"]
+
+
+def test_api_names_missing_from_stringids_cannot_pass(tmp_path):
+    p = build(tmp_path, "DELETE FROM StringIds WHERE value LIKE 'cudaMemcpy%'")
+    rep = analyze(p)
+    con = sqlite3.connect(p)
+    orphans = con.execute("SELECT count(DISTINCT correlationId) FROM CUPTI_ACTIVITY_KIND_MEMCPY").fetchone()[0]
+    con.close()
+    assert rep["totals"]["calls"] == 0 and rep["totals"]["activity_without_call"] == orphans == 256
+    code, rules = gate_rules(p)
+    assert code == 1 and not rules["classified-copies"]["passed"]
+
+
+def test_calls_sharing_a_correlation_id_are_said_and_fail_the_gate(tmp_path):
+    p = build(tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET correlationId = (SELECT min(correlationId) FROM "
+                        f"CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid IN ({MEMCPY_CALLS})) WHERE rowid IN "
+                        f"({MEMCPY_CALLS} ORDER BY r.correlationId LIMIT 2)")
+    rep = analyze(p)
+    assert rep["totals"]["merged_calls"] == 1
+    assert any("correlationIds shared by several memcpy API calls" in w for w in rep["warnings"])
+    code, rules = gate_rules(p)
+    assert code == 1 and "shared by several" in rules["classified-copies"]["message"]
+
+
+def test_an_altered_cache_entry_is_not_served(tmp_path):
+    cache = tmp_path / "cache"
+    env = {"NSYSH2D_CACHE_DIR": str(cache)}
+    first = run_cli("analyze", REAL, "--format", "json", env=env).stdout
+    (entry,) = (cache / "reports").glob("*.json")
+    stored = json.loads(entry.read_text())
+    stored["report"]["totals"]["blocking_calls"] = 0            # someone edits the numbers
+    entry.write_text(json.dumps(stored))
+    assert run_cli("analyze", REAL, "--format", "json", env=env).stdout == first
+    for junk in ("[]", "null", "{}", '{"sha256": 1}'):
+        entry.write_text(junk)
+        r = run_cli("analyze", REAL, "--format", "json", env=env)
+        assert r.returncode == 0 and r.stdout == first, junk
+
+
+@pytest.mark.parametrize("args,env,words", [
+    (["analyze", REAL, "--top", "100000000000000000000"], {}, "--top"),
+    (["analyze", REAL, "--step-pattern", "(?<=a)b", "--no-cache"], {}, "--step-pattern"),
+    (["analyze", REAL, "--no-cache"], {"NSYSH2D_MEMORY_LIMIT": "lots"}, "NSYSH2D_MEMORY_LIMIT"),
+    (["analyze", REAL], {"COLUMNS": "-3"}, "COLUMNS"),
+])
+def test_bad_settings_are_one_line_exit_2(args, env, words):
+    r = run_cli(*args, env=env)
+    assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.parametrize("text,words", [
+    ("[tool.nsysh2d]\ngate = 5\n", "must be a table"),
+    ('[tool.nsysh2d.gate]\ndirection = "sideways"\n', "direction = 'sideways'"),
+    ("[tool.nsysh2d.gate]\nmax-long-calls = -5\n", "max-long-calls"),
+    ("[tool.nsysh2d.gate]\nmax-long-calls = true\n", "max-long-calls"),
+    ('[tool.nsysh2d.gate]\ntolerance = "nan"\n', "tolerance"),
+])
+def test_bad_pyproject_settings_name_the_file(tmp_path, text, words):
+    conf = tmp_path / "pyproject.toml"
+    conf.write_text(text)
+    r = run_cli("gate", REAL, "--config", conf)
+    assert r.returncode == 2 and str(conf) in r.stderr and words in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("doc", ['{"nsysh2d_baseline": 1, "by_site": 5, "min_duration_ns": 100000, "direction": "h2d"}',
+                                 '{"nsysh2d_baseline": 1, "min_duration_ns": "x", "direction": "h2d"}',
+                                 '{"nsysh2d_baseline": 1, "min_duration_ns": 100000, "direction": "h2d", '
+                                 '"by_site": [{"group": "a", "blocking_calls": -1}]}', "[1, 2]"])
+def test_baselines_of_the_wrong_shape_are_refused(tmp_path, doc):
+    b = tmp_path / "b.json"
+    b.write_text(doc)
+    r = run_cli("gate", REAL, "--baseline", b)
+    assert r.returncode == 2 and str(b) in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
