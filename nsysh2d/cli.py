@@ -13,8 +13,8 @@ import click
 
 from . import __version__
 from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
-from .cli_kit import (FORMATS, Group, calls_option, direction_option, duration, emit, exit_code, profile_options,
-                      report_options)
+from .cli_kit import (FORMATS, Group, calls_option, direction_option, duration, emit, error_line, exit_code,
+                      profile_options, report_options)
 from .errors import EXIT_BAD_INPUT, NsysH2DError
 
 
@@ -104,7 +104,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
                    calls=calls.lower())
     reps, errors = analyze_many(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache)
     for _path, msg, _code_ in errors:
-        click.echo(f"nsysh2d: error: {msg}", err=True)
+        click.echo(error_line(msg), err=True)
     if errors and not reps:  # nothing to show: the error lines say it all
         return exit_code(errors)
     emit(analyze_output(fmt, reps, errors, by, top, len(reports)), output)
@@ -202,7 +202,7 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     settings = GateSettings.resolve(given, explicit, conf, conf_path)
     result = run_gate(reports, settings, lambda p, opts: analyze_one(p, opts, nsys_path, not no_cache))
     for _path, msg, _c in result.errors:
-        click.echo(f"nsysh2d: error: {msg}", err=True)
+        click.echo(error_line(msg), err=True)
     emit(gate_files(result, junit_path, summary_path, os.environ.get("GITHUB_ACTIONS") == "true"))
     emit(gate_output(fmt, result))
     return result.exit_code
@@ -231,11 +231,11 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
     from .analyses.baseline import baseline_from
     from .analyses.options import Options
     from .present import to_json
-    from .run import analyze_one, atomic_write
+    from .run import analyze_one, write_output
 
     opts = Options(min_ns=min_duration, direction=direction.lower(), step_pattern=step_pattern, calls=calls.lower())
     rep = analyze_one(report, opts, nsys_path, not no_cache)
-    atomic_write(output, to_json(baseline_from(rep, accept)))
+    write_output(output, to_json(baseline_from(rep, accept)))
     sites = sum(1 for s in rep.groups["site"] if s["blocking_calls"])
     click.echo(f"wrote {output}: {rep.totals.blocking_calls} long-blocking copies at {sites} call site(s)")
     return 0

@@ -13,8 +13,14 @@ from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
 FORMATS = ["table", "json", "csv", "markdown"]
 
 
+def error_line(message: str) -> str:
+    """One line on stderr whatever the message holds (a file name may contain a newline or escapes)."""
+    text = message.replace("\r", "\\r").replace("\n", "\\n")
+    return "nsysh2d: error: " + "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
+
+
 def fail(message: str, code: int) -> None:
-    click.echo(f"nsysh2d: error: {message}", err=True)
+    click.echo(error_line(message), err=True)
     sys.exit(code)
 
 

@@ -28,11 +28,11 @@ def cache_root() -> Path:
 
 
 MARKER = ".nsysh2d-cache"           # written into the cache folder: cache-clear removes only marked folders
-CACHE_PARTS = ("reports", "exports", "spill")
+CACHE_PARTS = ("reports", "exports", "spill", "copies")
 
 
 def cache_dir(part: str) -> Path:
-    """A folder of the cache (reports, exports, spill), created with the marker that says nsysh2d owns it."""
+    """A folder of the cache (reports, exports, spill, copies), created with the marker that says nsysh2d owns it."""
     root = cache_root()
     (root / part).mkdir(parents=True, exist_ok=True)
     marker = root / MARKER
@@ -75,6 +75,22 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def append_output(path: str, text: str) -> None:
+    """Append all of `text` or nothing: a failed write (full disk) is cut back to the file's old end."""
+    try:
+        with open(path, "ab") as f:
+            start = f.tell()
+            try:
+                f.write(text.encode())
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError:
+                f.truncate(start)
+                raise
+    except OSError as e:
+        raise NsysH2DError(f"{path}: cannot write ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
 
 
 def write_output(path: str, text: str) -> None:

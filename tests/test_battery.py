@@ -218,3 +218,123 @@ def test_baselines_of_the_wrong_shape_are_refused(tmp_path, doc):
     b.write_text(doc)
     r = run_cli("gate", REAL, "--baseline", b)
     assert r.returncode == 2 and str(b) in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def killed_writer(tmp_path, journal_mode):
+    """A copy of the export and a writer killed with SIGKILL mid-way: in WAL mode after committing a change (the
+    -wal and -shm stay beside the file), in rollback mode inside a transaction (a hot -journal stays)."""
+    import subprocess
+    import sys
+
+    p = build(tmp_path)
+    script = f"""
+import os, sqlite3, time
+con = sqlite3.connect({str(p)!r}, isolation_level=None)
+con.execute("PRAGMA journal_mode={journal_mode}")
+con.execute("PRAGMA wal_autocheckpoint=0")
+con.execute("BEGIN")
+con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE rowid IN (SELECT rowid FROM CUPTI_ACTIVITY_KIND_MEMCPY LIMIT 6)")
+{"con.execute('COMMIT')" if journal_mode == "WAL" else "pass"}
+print("ready", flush=True)
+time.sleep(60)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "ready"
+    proc.kill()
+    proc.wait()
+    return p
+
+
+@pytest.mark.parametrize("mode", ["WAL", "DELETE"])
+def test_left_overs_of_a_killed_writer_are_read_from_a_private_copy(tmp_path, mode):
+    p = killed_writer(tmp_path, mode)
+    side = p.parent / (p.name + ("-wal" if mode == "WAL" else "-journal"))
+    assert side.stat().st_size > 0
+    before = {f: sha256(p.parent / f) for f in listing(p.parent)}
+    r = run_cli("analyze", p, "--format", "json", "--no-cache", env={"NSYSH2D_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)["reports"][0]
+    # WAL: the committed delete counts (6 of 256 activity rows gone); rollback: the transaction never happened.
+    assert rep["totals"]["calls"] == (250 if mode == "WAL" else 256)
+    assert rep["path"] == str(p) and any("read from a private copy" in w for w in rep["warnings"])
+    assert {f: sha256(p.parent / f) for f in listing(p.parent)} == before   # nothing written or changed there
+
+
+def test_a_clean_wal_mode_export_leaves_nothing_beside_it(tmp_path):
+    p = build(tmp_path, "PRAGMA journal_mode=WAL")
+    files = listing(p.parent)
+    assert files == ["t.sqlite"]
+    r = run_cli("analyze", p, "--no-cache", env={"NSYSH2D_CACHE_DIR": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr
+    assert listing(p.parent) == files
+
+
+def test_a_truncated_64k_page_export_is_said_to_be_truncated(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    big = folder / "big.sqlite"
+    con = sqlite3.connect(REAL)
+    con.execute("PRAGMA page_size = 65536")
+    con.execute(f"VACUUM INTO '{big}'")
+    con.close()
+    assert sqlite3.connect(big).execute("PRAGMA page_size").fetchone()[0] == 65536
+    data = big.read_bytes()
+    big.write_bytes(data[: len(data) // 2])
+    r = run_cli("analyze", big, "--no-cache")
+    assert r.returncode == 2 and "truncated SQLite file" in r.stderr and f"of {len(data)} bytes" in r.stderr
+
+
+def test_rowids_near_the_ends_of_int64_are_read_in_a_few_parts(tmp_path):
+    p = build(tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET rowid = 9223372036854775806 WHERE rowid = "
+                        f"(SELECT max(r.rowid) FROM ({MEMCPY_CALLS}) r)",
+              f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET rowid = -9223372036854775807 WHERE rowid = "
+              f"(SELECT min(r.rowid) FROM ({MEMCPY_CALLS}) r)")
+    rep = analyze(p)
+    assert rep["totals"]["calls"] == sql_h2d_calls(p) == 256
+
+
+def run_with_file_size_limit(limit, *args, cwd=None):
+    """The CLI with RLIMIT_FSIZE set: a write past `limit` bytes fails as on a full disk (Python ignores
+    SIGXFSZ, so the write returns an error)."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    def limit_writes():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    exe = shutil.which("nsysh2d")
+    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, preexec_fn=limit_writes,
+                          env={**os.environ, "NSYSH2D_CACHE_DIR": str(cwd / "cache")}, cwd=cwd)
+
+
+@pytest.mark.parametrize("option", ["-o", "--junit", "--summary", "baseline"])
+def test_unwritable_or_full_outputs_are_exit_6_with_nothing_half_written(tmp_path, option):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    target = ro / "out.txt"
+    if option == "--summary":
+        target.write_text("earlier steps\n")
+    before = target.read_bytes() if target.exists() else None
+    cmd = {"-o": ["analyze", REAL, "-o", target], "--junit": ["gate", REAL, "--junit", target],
+           "--summary": ["gate", REAL, "--summary", target], "baseline": ["baseline", REAL, "-o", target]}[option]
+    r = run_with_file_size_limit(64 if option != "--summary" else len(before) + 64, *cmd, cwd=tmp_path)
+    assert r.returncode == 6, (r.returncode, r.stderr)
+    assert str(target) in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert (target.read_bytes() if target.exists() else None) == before   # no partial output
+    assert [f.name for f in ro.iterdir()] == ([] if before is None else ["out.txt"])   # no temporary left
+    gone = tmp_path / "no-such-folder" / "sub"
+    gone.parent.write_text("a file where a folder should be")
+    r = run_cli(*[a if a != target else gone / "out.txt" for a in cmd])
+    assert r.returncode == 6 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+@pytest.mark.parametrize("name", ["two\nlines.sqlite", "esc\x1b[2Jape.sqlite", "tab\tand\rcr.sqlite"])
+def test_odd_file_names_keep_the_error_on_one_line(tmp_path, name):
+    p = tmp_path / name
+    p.write_text("not sqlite")
+    for args in (["analyze", p], ["gate", p], ["analyze", p, REAL]):
+        r = run_cli(*args)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+        assert "not a SQLite file" in r.stderr and "\x1b" not in r.stderr

@@ -62,14 +62,13 @@ def gate_output(fmt: str, result) -> str:
 
 def gate_files(result, junit_path: str | None, summary_path: str | None, github: bool) -> str:
     """Writes the JUnit file and appends the step summary; returns the GitHub annotations to print."""
-    from ..run import atomic_write
+    from ..run import append_output, write_output
     from .ci import github_annotations, junit, summary_markdown
 
     doc = result.to_json()
     verdicts, errors = doc["verdicts"], doc.get("errors", [])
     if junit_path:
-        atomic_write(junit_path, junit(verdicts, errors))
+        write_output(junit_path, junit(verdicts, errors))
     if summary_path:
-        with open(summary_path, "a") as f:  # GitHub's step summary is appended to
-            f.write(summary_markdown(verdicts, errors))
+        append_output(summary_path, summary_markdown(verdicts, errors))  # GitHub's step summary is appended to
     return github_annotations(verdicts) if github else ""

@@ -36,7 +36,8 @@ def check_file(path: str) -> Path:
     if head.startswith(SQLITE_MAGIC):
         if len(head) < 100 or st.st_size < 512:
             raise BadInput(f"{path}: truncated SQLite file ({st.st_size} bytes)")
-        page = int.from_bytes(head[16:18], "big") or 65536
+        page = int.from_bytes(head[16:18], "big")
+        page = 65536 if page == 1 else page   # SQLite stores a 64 KiB page size as 1
         pages = int.from_bytes(head[28:32], "big")
         if pages and st.st_size < page * pages:
             raise BadInput(f"{path}: truncated SQLite file ({st.st_size} of {page * pages} bytes; "
@@ -91,3 +92,56 @@ def damage_is_bad_input(path: str):
         if bad is None:
             raise
         raise bad from None
+
+
+def needs_private_copy(path: str) -> str | None:
+    """Why reading the file in place could write beside it or fail, or None. A WAL-mode file needs a -shm
+    next to it (created even by readers; impossible on a read-only mount; a killed writer's left-over one can
+    crash a reader with SIGBUS); a hot rollback journal must be rolled back before the file is consistent."""
+    import os
+
+    with open(path, "rb") as f:
+        head = f.read(20)
+    if os.path.exists(path + "-journal") and os.path.getsize(path + "-journal") > 0:
+        return "has a rollback journal beside it (a writer was interrupted?)"
+    if os.path.exists(path + "-wal") and os.path.getsize(path + "-wal") > 0:
+        return "has a write-ahead log (-wal) beside it"
+    if len(head) >= 20 and (head[18] == 2 or head[19] == 2):
+        return "is in WAL mode"
+    return None
+
+
+def private_copy(path: str) -> str:
+    """A consistent copy of the file (with its -wal or -journal applied) in the cache, never written beside
+    the original: the file and its side file are copied, then SQLite recovers the copy."""
+    import os
+    import shutil
+    import sqlite3
+    import tempfile
+
+    from ..run import cache_dir, file_key
+
+    sides = [s for s in ("-wal", "-journal") if os.path.exists(path + s)]
+    salt = "|".join(f"{s}:{os.stat(path + s).st_size}:{os.stat(path + s).st_mtime_ns}" for s in sides)
+    folder = cache_dir("copies")
+    target = folder / f"{file_key(path, salt)}.sqlite"
+    if target.exists():
+        return str(target)
+    tmpdir = tempfile.mkdtemp(prefix="copy-", dir=folder)
+    try:
+        tmp = os.path.join(tmpdir, "db.sqlite")
+        shutil.copyfile(path, tmp)
+        for s in sides:
+            shutil.copyfile(path + s, tmp + s)
+        con = sqlite3.connect(tmp)
+        try:
+            con.execute("PRAGMA journal_mode=DELETE")   # replays the WAL or rolls the journal back, into the copy
+            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            con.close()
+        os.replace(tmp, target)
+    except sqlite3.Error as e:
+        raise BadInput(f"{path}: cannot recover it with its side files ({e})") from None
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return str(target)

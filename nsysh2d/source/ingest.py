@@ -22,6 +22,9 @@ from urllib.parse import quote
 from ..errors import BadInput, first_line
 
 MIN_ROWS_PER_PART = 200_000
+# Parts are planned from the rowid span, which a damaged or edited file can stretch to 2^64 for a few rows:
+# never more parts than this (an empty range costs one quick query).
+MAX_PARTS = 256
 BATCH_ROWS = 122_880  # one DuckDB row group
 
 
@@ -82,7 +85,7 @@ class Parts:
         n_parts = _workers(self.trace.threads)
         if read.part_rows:
             n_parts = max(n_parts, -(-rows // read.part_rows))
-        n_parts = max(1, min(n_parts, rows // MIN_ROWS_PER_PART))
+        n_parts = max(1, min(n_parts, rows // MIN_ROWS_PER_PART, MAX_PARTS))
         step = (hi - lo) // n_parts + 1
         return [f'SELECT {exprs} FROM "{self.table}" WHERE rowid BETWEEN {lo + i * step} AND '
                 f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]

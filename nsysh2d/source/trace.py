@@ -75,20 +75,32 @@ class Trace:
     @classmethod
     def open(cls, path: str, nsys: str | None = None, threads: int | None = None) -> "Trace":
         source = path = str(path)
+        note = None
         if path.endswith((".nsys-rep", ".qdrep")):
             from .export import sqlite_for_report
             path = sqlite_for_report(path, nsys)
+        elif os.path.isfile(path) and _sqlite_header(path):
+            from .files import needs_private_copy, private_copy
+
+            reason = needs_private_copy(path)
+            if reason:
+                path = private_copy(path)
+                note = f"{source} {reason}: read from a private copy in the cache; nothing was written beside it"
         try:
-            return cls._open(path, source, threads)
+            tr = cls._open(path, source, threads)
+            if note:
+                tr.warnings.insert(0, note)
+            return tr
         except NsysH2DError as e:
             if path == source:
                 raise
             # An export that is not even SQLite (nsys wrote garbage) is not kept: the next run exports again.
             # A valid export without CUDA data stays: exporting it again would give the same.
-            if not _sqlite_header(path):
+            if note is None and not _sqlite_header(path):
                 Path(path).unlink(missing_ok=True)
             # Name the user's report, not only the hashed export in the cache.
-            raise NsysH2DError(str(e).replace(path, f"{source} (exported to {path})", 1), e.exit_code) from None
+            how = "exported" if note is None else "copied"
+            raise NsysH2DError(str(e).replace(path, f"{source} ({how} to {path})", 1), e.exit_code) from None
 
     @classmethod
     def _open(cls, path: str, source: str, threads: int | None) -> "Trace":
