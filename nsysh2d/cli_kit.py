@@ -52,12 +52,44 @@ class Command(click.Command):
         return super().invoke(ctx)
 
 
+def _is_interrupt(e: BaseException) -> bool:
+    """Ctrl-C inside a DuckDB query, or inside its scan of the Arrow parts ("Query interrupted")."""
+    return type(e).__name__ == "InterruptException" or "query interrupted" in str(e).lower()
+
+
+def interrupted():
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise NsysH2DError("interrupted", 130) from None
+
+
 class Group(click.Group):
     """Turns every error into one line on stderr and a documented exit code."""
 
     command_class = Command
 
+    def invoke(self, ctx):
+        # Ctrl-C is caught here, before click's main turns it into Abort after printing a blank line; a
+        # second SIGINT (DuckDB's and Python's handlers, or the pool's workers) is ignored from then on.
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            interrupted()
+        except Exception as e:
+            if _is_interrupt(e):
+                interrupted()
+            raise
+
     def main(self, *args, **kwargs):
+        import signal
+
+        def on_sigint(_sig, _frame):   # once: later ones (DuckDB's threads, pool workers) are ignored
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            raise KeyboardInterrupt
+
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, on_sigint)
         kwargs["standalone_mode"] = False
         try:
             rv = super().main(*args, **kwargs)
@@ -65,7 +97,7 @@ class Group(click.Group):
         except NsysH2DError as e:
             fail(str(e), e.exit_code)
         except click.exceptions.Abort:
-            fail("aborted", 130)
+            fail("interrupted", 130)
         except click.ClickException as e:
             # Usage errors: click's own one-line message, our exit code for bad input.
             msg = e.format_message()
@@ -83,7 +115,7 @@ class Group(click.Group):
         except Exception as e:  # a bug: say so in one line, keep the traceback behind a variable
             if os.environ.get("NSYSH2D_DEBUG"):
                 raise
-            if type(e).__name__ == "InterruptException":  # Ctrl-C inside a DuckDB query
+            if _is_interrupt(e):
                 fail("interrupted", 130)
             if type(e).__name__ == "OutOfMemoryException":
                 from .source.trace import memory_limit
@@ -108,8 +140,15 @@ def emit(text: str, output: str | None = None) -> None:
 
         write_output(output, text)
     else:
-        # color=True: click would strip escape sequences from names when piped; -o keeps them, so must stdout.
-        click.echo(text, nl=False, color=True)
+        # What -o writes, byte for byte: UTF-8 whatever the locale (a C locale would turn names into '?'), and
+        # escape sequences in names kept (click.echo strips them when piped).
+        out = sys.stdout
+        if hasattr(out, "buffer"):
+            out.flush()
+            out.buffer.write(text.encode("utf-8"))
+            out.buffer.flush()
+        else:
+            click.echo(text, nl=False, color=True)
 
 
 def exit_code(errors) -> int:

@@ -194,6 +194,29 @@ def _compute(path, opts, groups, nsys):
 
 
 
+def _in_pool(paths, jobs, done, args) -> None:
+    """One task per report on `jobs` spawned processes (not forked: a fork of a process with DuckDB's threads
+    running can deadlock). The workers start with SIGINT ignored (inherited across exec): Ctrl-C reaches
+    this process alone, which then stops them, instead of each printing a traceback."""
+    import signal
+
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        try:
+            futs = {pool.submit(_one, p, *args): i for i, p in enumerate(paths)}   # starts the workers
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        for f in as_completed(futs):
+            done(futs[f], f.result)
+    except BaseException:
+        for proc in list(getattr(pool, "_processes", {}).values()):   # no waiting for their current reports
+            proc.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+
+
 def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, nsys: str | None = None,
                  use_cache: bool = True, progress: bool | None = None):
     """Returns (Reports in input order, errors as (path, message, exit code))."""
@@ -228,11 +251,7 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
             for i, p in enumerate(paths):
                 done(i, lambda p=p: _one(p, opts, groups, nsys, use_cache))
         else:
-            # spawn, not fork: a forked child of a process with DuckDB's threads running can deadlock.
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-                futs = {pool.submit(_one, p, opts, groups, nsys, use_cache): i for i, p in enumerate(paths)}
-                for f in as_completed(futs):
-                    done(futs[f], f.result)
+            _in_pool(paths, jobs, done, (opts, groups, nsys, use_cache))
     finally:
         if bar:
             bar.stop()

@@ -5,6 +5,7 @@ SQL over the same file, with a warning that counts what was odd, and a gate that
 cannot be judged."""
 import json
 import random
+import re
 import shutil
 import sqlite3
 
@@ -338,3 +339,111 @@ def test_odd_file_names_keep_the_error_on_one_line(tmp_path, name):
         r = run_cli(*args)
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
         assert "not a SQLite file" in r.stderr and "\x1b" not in r.stderr
+
+
+@pytest.fixture(scope="module")
+def slow_inputs(tmp_path_factory):
+    """Four nsys-shaped exports of 1 M runtime rows (benchmarks/make_large.py): about a second of work each."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    folder = tmp_path_factory.mktemp("slow")
+    first = folder / "l1.sqlite"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_large.py"), "--scale", "0.05", str(first)],
+                   check=True, capture_output=True)
+    for i in range(2, 5):
+        shutil.copy(first, folder / f"l{i}.sqlite")
+    return sorted(folder.glob("l*.sqlite"))
+
+
+@pytest.mark.parametrize("args", [
+    ["analyze", "{0}", "{1}", "{2}", "{3}", "-j", "2", "--format", "json", "-o", "{out}/r.json"],
+    ["analyze", "{0}", "{1}", "{2}", "{3}", "-o", "{out}/r.txt"],
+    ["gate", "{0}", "{1}", "{2}", "{3}", "--junit", "{out}/j.xml", "--summary", "{out}/s.md"],
+    ["compare", "{0}", "{1}", "-o", "{out}/c.txt"],
+    ["baseline", "{0}", "-o", "{out}/b.json"],
+], ids=["analyze-j2", "analyze", "gate", "compare", "baseline"])
+def test_ctrl_c_is_exit_130_one_line_and_no_output(tmp_path, slow_inputs, args):
+    import os
+    import signal
+    import subprocess
+
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = [a.format(*slow_inputs, out=out) for a in args] + ["--no-cache"]
+    before = [sha256(p) for p in slow_inputs]
+    env = {**os.environ, "NSYSH2D_CACHE_DIR": str(tmp_path), "NSYSH2D_TIMING": "1"}
+    p = subprocess.Popen([shutil.which("nsysh2d"), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, start_new_session=True, env=env)
+    first = p.stderr.readline()          # the first stage done: the work has begun (about a second per input)
+    assert first.startswith("nsysh2d: "), first
+    os.killpg(p.pid, signal.SIGINT)      # what a terminal's Ctrl-C does: the whole process group
+    stdout, stderr = p.communicate(timeout=120)
+    timing = re.compile(r"^nsysh2d: [^:]+: [\d.]+ s, CPU")
+    lines = [ln for ln in stderr.splitlines() if not timing.match(ln)]
+    assert p.returncode == 130, (p.returncode, stderr)
+    assert lines == ["nsysh2d: error: interrupted"], lines
+    assert stdout == "" and list(out.iterdir()) == []      # nothing half written, no temporaries
+    assert [sha256(p) for p in slow_inputs] == before
+
+
+@pytest.mark.parametrize("n", [8, 32])
+def test_concurrent_analyses_share_one_cache_intact(tmp_path, n):
+    """n processes at once, half on one file and half over four others, one cache folder: every output equals
+    a lone run's, and the cache holds one complete, verifiable entry per file and nothing half written."""
+    import hashlib
+    import os
+    import subprocess
+
+    files = [tmp_path / f"f{i}.sqlite" for i in range(5)]
+    for f, src in zip(files, [REAL, *SWEEP_TRACES.values()]):
+        shutil.copy(src, f)
+    cache = tmp_path / "cache"
+    env = {**os.environ, "NSYSH2D_CACHE_DIR": str(cache)}
+    exe = shutil.which("nsysh2d")
+    alone = {f: subprocess.run([exe, "analyze", f, "--format", "json", "--no-cache"], capture_output=True,
+                               text=True).stdout for f in files}
+    plan = [files[0] if i % 2 == 0 else files[1 + (i // 2) % 4] for i in range(n)]
+    procs = [subprocess.Popen([exe, "analyze", f, "--format", "json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env) for f in plan]
+    results = [p.communicate(timeout=600) + (p.returncode,) for p in procs]
+    for f, (out, err, code) in zip(plan, results):
+        assert code == 0 and err == "", err
+        assert out == alone[f]
+    entries = list((cache / "reports").iterdir())
+    assert len(entries) == len(files) and all(e.suffix == ".json" for e in entries)   # no temporaries left
+    for e in entries:
+        stored = json.loads(e.read_text())
+        digest = hashlib.sha256(json.dumps(stored["report"], sort_keys=True).encode()).hexdigest()
+        assert digest == stored["sha256"]
+    again = subprocess.run([exe, "analyze", files[0], "--format", "json"], capture_output=True, text=True, env=env)
+    assert again.stdout == alone[files[0]]                          # served from the cache, still the same
+
+
+def test_a_c_locale_without_utf8_mode_changes_nothing(tmp_path):
+    """SQL files are read as UTF-8 and outputs are written as UTF-8 whatever the locale: stdout in a C locale
+    (no UTF-8 mode, no locale coercion) equals what -o writes, names and all."""
+    import os
+    import subprocess
+
+    p = tmp_path / "t.sqlite"
+    shutil.copy(REAL, p)
+    con = sqlite3.connect(p)
+    con.execute("UPDATE StringIds SET value = 'schritt ü…' WHERE value LIKE 'pageable:16777216%'")
+    con.execute("UPDATE NVTX_EVENTS SET text = 'schritt ü…' WHERE text LIKE 'pageable:16777216%'")
+    con.commit()
+    con.close()
+    c_env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+             "NSYSH2D_CACHE_DIR": str(tmp_path / "cache")}
+    exe = shutil.which("nsysh2d")
+    for fmt in ("json", "csv", "markdown"):
+        out = tmp_path / f"o.{fmt}"
+        r = subprocess.run([exe, "analyze", p, "--by", "nvtx", "--format", fmt], capture_output=True, env=c_env)
+        assert r.returncode == 0, r.stderr
+        w = subprocess.run([exe, "analyze", p, "--by", "nvtx", "--format", fmt, "-o", out], env=c_env)
+        assert w.returncode == 0
+        assert r.stdout == out.read_bytes() and "schritt ü…".encode() in r.stdout
+    t = subprocess.run([exe, "analyze", p, "--by", "nvtx"], capture_output=True, env=c_env)
+    assert t.returncode == 0 and b"schritt" in t.stdout
