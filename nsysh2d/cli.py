@@ -182,7 +182,8 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
 
     Settings may also come from [tool.nsysh2d.gate] in pyproject.toml (the command line wins):
     max-long-calls, count, min-duration, max-blocked-per-step, kinds, direction, calls, baseline,
-    tolerance, step-pattern, warmup-steps. When GITHUB_ACTIONS=true, failures are also printed as error annotations.
+    tolerance, step-pattern, warmup-steps. When GITHUB_ACTIONS=true, failures are also printed as error annotations
+    (at the offending Python lines where known; on stderr with --format json).
 
     \b
       nsysh2d baseline main.sqlite -o nsysh2d-baseline.json
@@ -203,7 +204,12 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     result = run_gate(reports, settings, lambda p, opts: analyze_one(p, opts, nsys_path, not no_cache))
     for _path, msg, _c in result.errors:
         click.echo(error_line(msg), err=True)
-    emit(gate_files(result, junit_path, summary_path, os.environ.get("GITHUB_ACTIONS") == "true"))
+    annotations = gate_files(result, junit_path, summary_path, os.environ.get("GITHUB_ACTIONS") == "true")
+    # JSON on stdout stays parseable: the annotations then go to stderr (the runner reads both).
+    if fmt == "json":
+        click.echo(annotations, nl=False, err=True)
+    else:
+        emit(annotations)
     emit(gate_output(fmt, result))
     return result.exit_code
 
