@@ -143,7 +143,7 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @click.option("--max-long-calls", type=click.IntRange(0), default=0, show_default=True,
               help="Fail when more long-blocking copies than this are found.")
-@click.option("--count", type=click.Choice(["blocking", "long"]), default="blocking", show_default=True,
+@click.option("--count", type=click.Choice(["blocking", "long"], case_sensitive=False), default="blocking", show_default=True,
               help="What a rule counts: long-blocking calls (long and waited for the GPU) or every long call.")
 @click.option("--min-duration", default="100us", show_default=True, callback=duration,
               help="A call is long when its host-side duration is at least this.")
@@ -163,7 +163,7 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
               help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"], case_sensitive=False), default="table", show_default=True)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
@@ -250,7 +250,7 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
 # ----------------------------------------------------------------------------------------- threshold
 @main.command()
 @click.argument("sweep", type=click.Path(dir_okay=True))
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Also draw host time vs payload per variant (.png or .svg; needs matplotlib).")

@@ -167,7 +167,7 @@ common_report_options = [
                  help="A call is long when its host-side duration is at least this (ns, us, ms)."),
     direction_option,
     calls_option,
-    click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True),
+    click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True),
     click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout."),
     click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
                  help="Regular expression naming the NVTX ranges that mark one step (per-step figures)."),

@@ -209,3 +209,20 @@ def test_gate_judges_the_steady_state(warmup):
     n = long_copies_in_steps_sql(BEFORE, warmup)
     assert rule["message"].startswith(f"{n} long h2d copies") and "judged: copies during" in rule["message"]
     assert r.returncode == (1 if n else 0)
+
+
+def test_enum_like_options_are_case_insensitive_and_checked():
+    """issue 14: --format JSON, --by SITE, --direction H2D, --calls ALL, --count LONG, --kind pageable all mean
+    what they say; unknown values are exit 2 naming the choices."""
+    import json
+
+    a = run_cli("analyze", REAL, "--format", "JSON", "--by", "SITE", "--direction", "H2D", "--calls", "ALL")
+    b = run_cli("analyze", REAL, "--format", "json", "--by", "site", "--direction", "h2d", "--calls", "all")
+    assert a.returncode == 0 and a.stdout == b.stdout and json.loads(a.stdout)["reports"][0]["calls"] == "all"
+    g = run_cli("gate", REAL, "--count", "LONG", "--kind", "pageable", "--format", "Markdown")
+    assert g.returncode == 1 and g.stdout.startswith("## nsysh2d gate")
+    for args, words in ((["analyze", REAL, "--by", "sight"], "'kind', 'site'"),
+                        (["gate", REAL, "--kind", "pagable"], "Pageable, Pinned"),
+                        (["analyze", REAL, "--calls", "most"], "'async', 'sync', 'all'")):
+        r = run_cli(*args)
+        assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
