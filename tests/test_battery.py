@@ -447,3 +447,31 @@ def test_a_c_locale_without_utf8_mode_changes_nothing(tmp_path):
         assert r.stdout == out.read_bytes() and "schritt ü…".encode() in r.stdout
     t = subprocess.run([exe, "analyze", p, "--by", "nvtx"], capture_output=True, env=c_env)
     assert t.returncode == 0 and b"schritt" in t.stdout
+
+
+def test_threshold_with_an_impossible_payload_in_a_range_name(tmp_path):
+    from conftest import H200
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    p = folder / "sweep.sqlite"
+    shutil.copy(H200 / "h2d-sweep.sqlite", p)
+    con = sqlite3.connect(p)
+    con.execute("UPDATE NVTX_EVENTS SET text = replace(text, 'bytes=65536', 'bytes=100000000000000000000') "
+                "WHERE text LIKE 'h2d variant=%bytes=65536 %'")
+    con.commit()
+    con.close()
+    before = sha256(p)
+    r = run_cli("threshold", p)
+    assert r.returncode == 2 and str(p) in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert sha256(p) == before and listing(folder) == ["sweep.sqlite"]
+
+
+def test_impossible_gpu_times_are_counted_and_never_blocking(tmp_path):
+    p = build(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET start = 9200000000000000000 WHERE rowid IN "
+                        "(SELECT rowid FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = 1 AND bytes >= 4194304 "
+                        "ORDER BY rowid DESC LIMIT 4)")
+    rep = analyze(p)
+    assert rep["totals"]["calls"] == sql_h2d_calls(p) == 256
+    assert ("4 copy calls whose GPU activity has a NULL or impossible start/end (whether they waited for the GPU "
+            "is unknown: counted, never as blocking)") in rep["warnings"]
