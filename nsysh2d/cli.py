@@ -13,6 +13,7 @@ import click
 
 from . import __version__
 from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
+from .cli_check import check   # a command of its own module: cli.py stays small
 from .cli_kit import (FORMATS, Group, calls_option, direction_option, duration, emit, error_line, exit_code,
                       profile_options, report_options)
 from .errors import EXIT_BAD_INPUT, NsysH2DError
@@ -37,6 +38,9 @@ def main():
     Exit codes: 0 ok, 1 gate failed, 2 bad input or usage, 3 no nsys CLI, 4 workload or nsys
     profile failed, 5 import/export failed, 6 output not writable, 70 internal error.
     """
+
+
+main.add_command(check)
 
 
 # ----------------------------------------------------------------------------------------- profile
@@ -283,8 +287,7 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
 # ----------------------------------------------------------------------------------------- cache
 @main.command("cache-clear")
 def cache_clear():
-    """Delete what nsysh2d wrote in its cache folder (analysis results, exports of .nsys-rep files,
-    spill files). A folder without its .nsysh2d-cache marker is not touched."""
+    """Delete what nsysh2d wrote in its cache (results, exports, copies); unmarked folders are not touched."""
     from .run import cache_root, clear_cache
 
     n = clear_cache()
@@ -294,3 +297,4 @@ def cache_clear():
 
 if __name__ == "__main__":
     main()
+

@@ -16,35 +16,13 @@ import html
 import re
 import struct
 
+from ..fixes import FIXES, FIXES_CUDA
+from ..sites import is_library, site_names
 from ..source import sql
 
 CUDA_INTERNAL = re.compile(r"libcupti|libcuda\.so|libcudart|libnvidia|libnvToolsExt|libnvtx", re.I)
-PY_LIBRARY = re.compile(r"/(site|dist)-packages/|/lib/python3[.\d]*/|^<frozen|^<string>")
 COPY_KERNEL = "at::native::copy_kernel_cuda"
 PY_MARK_WINDOW_NS = 1_000_000
-
-FIXES = {
-    "pageable": "pin the source: `.pin_memory()` before `.to(device, non_blocking=True)`, or copy through a "
-                "pre-pinned staging buffer reused every step",
-    "pinned_strided": "the source is a strided view of pinned memory: copy its contiguous pieces (e.g. the rows "
-                      "of `buf[:, :n]`) one by one, or keep the staging buffer contiguous",
-    "pinned": "pinned and contiguous: keep it that way (a long call here waited for something else: see the stack)",
-    "device": "device-to-device copy: not a host staging problem",
-    "managed": "managed memory: prefetch (cudaMemPrefetchAsync) or use explicit pinned/device buffers",
-    "unknown": "no evidence in the trace: capture with --cudabacktrace=memory (and --python-backtrace=cuda)",
-}
-# The same advice for a program that calls CUDA itself (no PyTorch in the trace: CUDA C/C++, OpenACC, ...).
-FIXES_CUDA = {
-    **FIXES,
-    "pageable": "the host buffer is pageable: allocate it with cudaHostAlloc/cudaMallocHost, or pin the existing "
-                "allocation once with cudaHostRegister, and keep it for every copy",
-    "pinned_strided": "a strided (2D) source through a pageable temporary: copy from a contiguous pinned buffer "
-                      "(cudaMemcpy2DAsync from pinned memory, or pack the rows first)",
-    "pinned": "pinned: keep it that way (a long call here waited for something else: see the stack)",
-    "unknown": "no evidence in the trace: capture with nsys --cudabacktrace=memory",
-}
-
-
 
 def short_symbol(symbol: str) -> str:
     """`at::native::copy_(at::Tensor&, ...)` -> `at::native::copy_`."""
@@ -110,9 +88,8 @@ def decode_python_frames(blob: bytes, strings: dict[int, str] | None = None):
 def python_site(frames: list[tuple[str, str, int]]) -> tuple[str, str] | None:
     """(signature, file:line) of the first frame of the user's program."""
     for fn, file, line in frames:
-        if not PY_LIBRARY.search(file or ""):
-            tail = "/".join(file.replace("\\", "/").split("/")[-2:])
-            return f"{tail}:{fn}", f"{tail}:{line}"
+        if not is_library(file):
+            return site_names(file, fn, line)
     return None
 
 

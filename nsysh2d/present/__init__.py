@@ -72,3 +72,13 @@ def gate_files(result, junit_path: str | None, summary_path: str | None, github:
     if summary_path:
         append_output(summary_path, summary_markdown(verdicts, errors))  # GitHub's step summary is appended to
     return github_annotations(verdicts) if github else ""
+
+
+def check_output(fmt: str, doc: dict) -> str:
+    if fmt == "json":
+        return document(runtime_check=doc)
+    if fmt == "csv":
+        return rows_csv(doc["by_site"])
+    from .sections import check_section
+
+    return render_sections(fmt, [check_section(doc)])

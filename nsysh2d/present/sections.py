@@ -186,3 +186,16 @@ def gate_text(result) -> str:
             out += [f"      {offender_line(o)}" for o in r["offenders"][:10]]
     out += [f"ERROR {p}: not judged (see stderr)" for p, _m, _c in result.errors]
     return "\n".join(out) + "\n"
+
+
+def check_section(doc: dict) -> Section:
+    """`nsysh2d check`: the copies the runtime checker saw, per call site and source class."""
+    return Section(
+        "runtime check: non_blocking H2D copies",
+        [Column("where", "call site"), Column("source_class", "class"), Column("flagged", "blocks", "bool"),
+         Column("calls", "calls", "int"), Column("bytes", "bytes", "bytes")],
+        [{**r, "where": r.get("site_line") or r["site"]} for r in doc["by_site"]],
+        note=f"{doc['flagged']} of {doc['checked']} copies would wait for the GPU work queued ahead of them "
+             "(pageable source, or pinned through a pageable temporary).",
+        lines=[f"fix {r['site_line'] or r['site']} [{r['source_class']}]: {r['fix']}" for r in doc["by_site"]
+               if r["flagged"]])

@@ -1,0 +1,39 @@
+"""`nsysh2d check`: the runtime checker (nsysh2d.runtime) on a script, as a CLI command. Imports torch only
+when it runs: `nsysh2d --help` stays light."""
+from __future__ import annotations
+
+import click
+
+from .cli_kit import FORMATS, Command, emit
+from .errors import EXIT_WORKLOAD_FAILED, NsysH2DError
+
+
+# ----------------------------------------------------------------------------------------- check
+@click.command(cls=Command, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--fail", is_flag=True, help="Exit 1 when a copy that blocks was seen (a gate without nsys).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@click.option("--device", "devices", multiple=True, default=("cuda",), show_default=True,
+              help="Device type whose incoming copies are watched (repeatable).")
+@click.argument("script", nargs=-1, type=click.UNPROCESSED, required=True)
+def check(fail, fmt, output, devices, script):
+    """Run a Python script and report its non_blocking host-to-device copies that block, without nsys.
+
+    \b
+      nsysh2d check train.py --epochs 1
+      nsysh2d check --fail --format json -o h2d.json -- bench.py
+
+    Each copy made with non_blocking=True from the CPU is classified as PyTorch's copy will run it:
+    pageable source (blocks), pinned but through a pageable temporary (strided or expanded views: blocks),
+    or pinned (returns at once). Call sites are the script's own file:line. One thread: copies made by
+    other threads or by C++ code outside the dispatcher are not seen (see nsysh2d.runtime).
+    """
+    from .present import check_output
+    from .runtime import run_script
+
+    argv = list(script[1:] if script and script[0] == "--" else script)
+    checker, code = run_script(argv, devices)
+    emit(check_output(fmt, checker.report()), output)
+    if code:
+        raise NsysH2DError(f"{argv[0]} exited {code}", EXIT_WORKLOAD_FAILED)
+    return 1 if fail and checker.flagged else 0

@@ -1,0 +1,44 @@
+"""pytest fixtures of the runtime checker (nsysh2d.runtime), registered as a pytest plugin on install.
+
+    def test_step(no_blocking_h2d):      # fails if the test made a non_blocking H2D copy that blocks
+        model_step(batch)
+
+    def test_copies(h2d_check):          # the Checker itself: assert on h2d_check.copies / .flagged
+        ...
+
+ini option `h2d_devices` (default cuda): the device types whose incoming copies are watched.
+"""
+from __future__ import annotations
+
+import pytest
+
+from .runtime import Checker
+
+
+def pytest_addoption(parser):
+    parser.addini("h2d_devices", "device types whose non_blocking copies from the CPU nsysh2d watches "
+                                 "(comma-separated)", default="cuda")
+
+
+@pytest.fixture
+def h2d_check(request):
+    devices = tuple(d.strip() for d in request.config.getini("h2d_devices").split(",") if d.strip())
+    with Checker(devices) as chk:
+        yield chk
+
+
+@pytest.fixture
+def no_blocking_h2d(h2d_check):
+    """The Checker; the test fails (in its call, not at teardown) when a copy it made blocks."""
+    return h2d_check
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    result = yield
+    chk = getattr(item, "funcargs", {}).get("no_blocking_h2d")
+    if chk is not None and chk.flagged:
+        lines = [f"{c.site_line or c.site}: {c.source_class} copy of {c.bytes} bytes: {c.fix}" for c in chk.flagged]
+        pytest.fail(f"{len(lines)} non_blocking host-to-device copies that wait for the GPU:\n" + "\n".join(lines),
+                    pytrace=False)
+    return result

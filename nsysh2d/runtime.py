@@ -1,0 +1,196 @@
+"""Catch blocking host-to-device copies without nsys: a checker that watches PyTorch's copies as they happen.
+
+    from nsysh2d.runtime import Checker
+    with Checker() as chk:
+        train_one_epoch()
+    print(chk.report())          # the same vocabulary as the trace analysis: source_class, site, fix
+
+Inside the `with`, every `non_blocking=True` copy from the CPU to a watched device (`aten._to_copy`,
+`aten.copy_`) is classified by the rules PyTorch's CUDA copy follows (aten/src/ATen/native/cuda/Copy.cu):
+- the source is not pinned: `cudaMemcpyAsync` from pageable memory, which waits for the GPU work queued ahead
+  (class `pageable`);
+- the source is pinned but the copy needs a temporary (other strides or dtype than the destination) and
+  `src.expand_as(dst).contiguous()` is a new tensor: that temporary is pageable, so the copy waits as well
+  (class `pinned_strided`: slices such as `buf[:, :n]`, expanded views);
+- otherwise (pinned and laid out as the destination, including dense transposed views and dtype changes of a
+  contiguous source, which are converted on the GPU) nothing waits (class `pinned`, not flagged).
+Limits: one thread's dispatch (a mode is per thread), copies made by C++ code that never goes through the
+Python dispatcher are not seen, and only what the copy *would* wait for is judged, not how long it waits.
+Imports torch only (no duckdb, polars): it runs where the workload runs.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from dataclasses import asdict, dataclass, field
+
+from .fixes import FIXES
+from .sites import is_library, site_names
+
+FLAGGED = ("pageable", "pinned_strided")
+_SKIP = (os.sep + "torch" + os.sep, os.path.abspath(__file__), os.sep + "contextlib.py", os.sep + "runpy.py")
+
+
+def dense(shape, strides) -> bool:
+    """Non-overlapping and dense: the elements fill one block of memory in some order of the dims."""
+    dims = sorted((st, n) for n, st in zip(shape, strides) if n != 1)
+    expected = 1
+    for st, n in dims:
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def source_class(src_shape, src_strides, src_dtype, pinned: bool, dst_shape, dst_strides, dst_dtype) -> str:
+    """What a non_blocking H2D copy of this source into this destination does (see the module's rules)."""
+    if not pinned:
+        return "pageable"
+    direct = (src_dtype == dst_dtype and tuple(src_shape) == tuple(dst_shape)
+              and tuple(src_strides) == tuple(dst_strides) and dense(src_shape, src_strides))
+    if direct:
+        return "pinned"
+    # The temporary path: src.expand_as(dst).contiguous() is src itself only when that view is contiguous.
+    expanded = [0 if (i < len(dst_shape) - len(src_shape)) else None for i in range(len(dst_shape))]
+    offset = len(dst_shape) - len(src_shape)
+    for i, n in enumerate(src_shape):
+        expanded[offset + i] = src_strides[i] if n == dst_shape[offset + i] else 0
+    return "pinned" if _contiguous(dst_shape, expanded) else "pinned_strided"
+
+
+def _contiguous(shape, strides) -> bool:
+    expected = 1
+    for n, st in reversed(list(zip(shape, strides))):
+        if n != 1 and st != expected:
+            return False
+        expected *= n
+    return True
+
+
+@dataclass
+class Copy:
+    op: str
+    bytes: int
+    source_class: str
+    flagged: bool
+    site: str | None
+    site_line: str | None
+    shape: list[int]
+    src_strides: list[int]
+    dtype: str
+    fix: str | None = None
+
+
+@dataclass
+class Checker:
+    """A context manager recording the non_blocking copies from the CPU to `devices` made inside it."""
+    devices: tuple[str, ...] = ("cuda",)
+    copies: list[Copy] = field(default_factory=list)
+
+    def __enter__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        checker = self
+
+        class _Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                checker._seen(func, args, kwargs)
+                return func(*args, **kwargs)
+
+        self._mode = _Mode()
+        self._mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self._mode.__exit__(*exc)
+        return False
+
+    # -------------------------------------------------------------------------------- recording
+    def _seen(self, func, args, kwargs) -> None:
+        import torch
+
+        name = getattr(func, "__name__", str(func))
+        if name.startswith("_to_copy"):
+            src, device = args[0], kwargs.get("device")
+            if not kwargs.get("non_blocking") or device is None or torch.device(device).type not in self.devices:
+                return
+            dtype = kwargs.get("dtype") or src.dtype
+            fmt = kwargs.get("memory_format") or torch.preserve_format
+            meta = torch.empty_like(src, device="meta", dtype=dtype, memory_format=fmt)
+            dst_shape, dst_strides = tuple(meta.shape), meta.stride()
+        elif name.startswith("copy_"):
+            dst, src = args[0], args[1]
+            non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
+            if not non_blocking or dst.device.type not in self.devices:
+                return
+            dtype, dst_shape, dst_strides = dst.dtype, tuple(dst.shape), dst.stride()
+        else:
+            return
+        if not isinstance(src, torch.Tensor) or src.device.type != "cpu":
+            return
+        cls = source_class(tuple(src.shape), src.stride(), src.dtype, _pinned(src), dst_shape, dst_strides, dtype)
+        site, line = call_site()
+        self.copies.append(Copy(name.split(".")[0], src.numel() * src.element_size(), cls, cls in FLAGGED, site,
+                                line, list(src.shape), list(src.stride()), str(src.dtype).replace("torch.", ""),
+                                FIXES.get(cls) if cls in FLAGGED else None))
+
+    # -------------------------------------------------------------------------------- results
+    @property
+    def flagged(self) -> list[Copy]:
+        return [c for c in self.copies if c.flagged]
+
+    def report(self) -> dict:
+        """The JSON document's `runtime_check`: every copy seen, and per call site and class."""
+        groups: dict[tuple, dict] = {}
+        for c in self.copies:
+            g = groups.setdefault((c.site_line, c.source_class), {
+                "site": c.site or "(no Python frame)", "site_line": c.site_line, "source_class": c.source_class,
+                "flagged": c.flagged, "calls": 0, "bytes": 0, "fix": c.fix})
+            g["calls"] += 1
+            g["bytes"] += c.bytes
+        rows = sorted(groups.values(), key=lambda g: (not g["flagged"], -g["bytes"], g["site"]))
+        return {"checked": len(self.copies), "flagged": len(self.flagged), "devices": list(self.devices),
+                "by_site": rows, "copies": [asdict(c) for c in self.copies]}
+
+
+def _pinned(t) -> bool:
+    try:
+        return bool(t.is_pinned())
+    except RuntimeError:   # no CUDA in this build: nothing can be pinned
+        return False
+
+
+def call_site() -> tuple[str | None, str | None]:
+    """(site, file:line) of the innermost frame of the user's program (not torch, not nsysh2d, no library),
+    named as the trace analysis names Python sites (sites.py)."""
+    for frame in reversed(traceback.extract_stack()):
+        path = os.path.abspath(frame.filename)
+        if any(s in path for s in _SKIP) or is_library(frame.filename):
+            continue
+        return site_names(path, frame.name, frame.lineno)
+    return None, None
+
+
+def run_script(argv: list[str], devices=("cuda",)) -> tuple[Checker, int]:
+    """Runs a Python script (argv[0], its arguments after) under a Checker: (checker, the script's exit code)."""
+    import runpy
+
+    script = argv[0]
+    if not os.path.isfile(script):
+        from .errors import BadInput
+        raise BadInput(f"{script}: no such script")
+    old_argv, old_path = sys.argv, list(sys.path)
+    sys.argv = list(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    code = 0
+    checker = Checker(tuple(devices))
+    try:
+        with checker:
+            runpy.run_path(script, run_name="__main__")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        sys.argv, sys.path[:] = old_argv, old_path
+    return checker, code

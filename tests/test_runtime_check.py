@@ -1,0 +1,127 @@
+"""The runtime checker (issue 18), CPU only: the classification rules on real tensor layouts, through the real
+dispatch path. Copies go to the `meta` device (watched with devices=("meta",)), and a set of source tensors
+stands in for pinned memory, which a CPU-only build cannot allocate; everything else (strides, dtypes, the
+TorchDispatchMode, the destination layout PyTorch picks) is PyTorch's own."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+from nsysh2d import runtime
+from nsysh2d.runtime import Checker, source_class
+
+
+@pytest.fixture
+def pinned(monkeypatch):
+    """Storages registered here count as pinned (a view of one is pinned too, as with real pinned memory)."""
+    ptrs = set()
+    monkeypatch.setattr(runtime, "_pinned", lambda t: t.untyped_storage().data_ptr() in ptrs)
+    return lambda t: ptrs.add(t.untyped_storage().data_ptr()) or t
+
+
+CASES = {
+    # name: (make the source from a pinned buffer or not, how it is copied, expected class)
+    "pinned contiguous": (True, lambda b: b.to("meta", non_blocking=True), "pinned"),
+    "pageable": (False, lambda b: b.to("meta", non_blocking=True), "pageable"),
+    "numpy-backed": (None, lambda b: b.to("meta", non_blocking=True), "pageable"),
+    "pinned sliced [:, :n]": (True, lambda b: b[:, :24].to("meta", non_blocking=True), "pinned_strided"),
+    "pinned rows one by one": (True, lambda b: [b[i, :24].to("meta", non_blocking=True) for i in range(3)],
+                               "pinned"),
+    "pinned transposed (dense)": (True, lambda b: b.t().to("meta", non_blocking=True), "pinned"),
+    "pinned dtype change": (True, lambda b: b.to("meta", dtype=torch.float16, non_blocking=True), "pinned"),
+    "pinned transposed + dtype change": (
+        True, lambda b: b.t().to("meta", dtype=torch.float16, non_blocking=True), "pinned_strided"),
+    "pinned expanded": (True, lambda b: b[:1].expand(3, 64).to("meta", non_blocking=True), "pinned_strided"),
+    "copy_ pinned into same layout": (
+        True, lambda b: torch.empty(3, 64, device="meta").copy_(b, non_blocking=True), "pinned"),
+    "copy_ pinned transposed into contiguous": (
+        True, lambda b: torch.empty(64, 3, device="meta").copy_(b.t(), non_blocking=True), "pinned_strided"),
+    "copy_ pageable": (False, lambda b: torch.empty(3, 64, device="meta").copy_(b, non_blocking=True), "pageable"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_layout_is_classified_as_pytorch_copies_it(pinned, case):
+    is_pinned, copy, expected = CASES[case]
+    buf = torch.from_numpy(np.ones((3, 64), dtype=np.float32)) if is_pinned is None else torch.ones(3, 64)
+    if is_pinned:
+        pinned(buf)
+    with Checker(devices=("meta",)) as chk:
+        copy(buf)
+    assert chk.copies and {c.source_class for c in chk.copies} == {expected}
+    assert all(c.flagged == (expected != "pinned") for c in chk.copies)
+    c = chk.copies[0]
+    assert c.site.endswith(("test_runtime_check.py:<lambda>", "test_runtime_check.py:<listcomp>")) and c.site_line.startswith("tests/test_runtime_check.py:")
+    assert (c.fix is None) == (expected == "pinned")
+
+
+def test_blocking_copies_and_other_devices_are_not_watched(pinned):
+    buf = torch.ones(3, 64)
+    with Checker(devices=("meta",)) as chk:
+        buf.to("meta")                                     # non_blocking=False: it is meant to wait
+        torch.empty(3, 64, device="meta").copy_(buf)
+        buf.clone()
+        buf.to(torch.float16, non_blocking=True)           # CPU to CPU
+    with Checker() as other:                               # watches cuda only
+        buf.to("meta", non_blocking=True)
+    assert chk.copies == [] and other.copies == []
+
+
+def test_pure_rules():
+    # (shape, strides, dtype, pinned, dst shape, dst strides, dst dtype)
+    f32, f16 = torch.float32, torch.float16
+    assert source_class((3, 64), (64, 1), f32, True, (3, 64), (64, 1), f32) == "pinned"
+    assert source_class((3, 24), (64, 1), f32, True, (3, 24), (24, 1), f32) == "pinned_strided"
+    assert source_class((3, 64), (64, 1), f32, False, (3, 64), (64, 1), f32) == "pageable"
+    assert source_class((3, 64), (64, 1), f32, True, (3, 64), (64, 1), f16) == "pinned"
+    assert source_class((64,), (1,), f32, True, (3, 64), (64, 1), f32) == "pinned_strided"   # broadcast
+    assert runtime.dense((3, 1, 4), (4, 99, 1)) and not runtime.dense((3, 4), (8, 1))
+
+
+def test_report_and_cli(tmp_path):
+    script = tmp_path / "w.py"
+    script.write_text("import torch\n"
+                      "x = torch.ones(8, 8)\n"
+                      "def step():\n"
+                      "    x.to('meta', non_blocking=True)\n"
+                      "    x[:, :4].to('meta', non_blocking=True)\n"
+                      "step(); step()\n")
+    r = subprocess.run([sys.executable, "-m", "nsysh2d.cli", "check", "--device", "meta", "--format", "json",
+                        "--fail", str(script)], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 1, r.stderr                   # --fail: pageable copies were seen
+    doc = json.loads(r.stdout)["runtime_check"]
+    assert doc["checked"] == doc["flagged"] == 4
+    rows = {row["site_line"]: row for row in doc["by_site"]}
+    w = f"{tmp_path.name}/w.py"                         # parent/file, as the trace analysis names sites
+    assert set(rows) == {f"{w}:4", f"{w}:5"} and all(row["calls"] == 2 for row in rows.values())
+    assert {row["site"] for row in doc["by_site"]} == {f"{w}:step"}
+    assert rows[f"{w}:4"]["bytes"] == 2 * 8 * 8 * 4
+    t = subprocess.run([sys.executable, "-m", "nsysh2d.cli", "check", "--device", "meta", str(script)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert t.returncode == 0 and f"{w}:4" in t.stdout and f"fix {w}:5 [pageable]" in t.stdout
+    bad = tmp_path / "bad.py"
+    bad.write_text("raise SystemExit(3)\n")
+    r = subprocess.run([sys.executable, "-m", "nsysh2d.cli", "check", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 4 and "exited 3" in r.stderr
+
+
+def test_pytest_plugin_fixtures(tmp_path):
+    """The installed plugin (entry point pytest11): no_blocking_h2d fails a test whose copy blocks and names the
+    line; h2d_check hands the Checker to the test."""
+    (tmp_path / "pytest.ini").write_text("[pytest]\nh2d_devices = meta\n")
+    (tmp_path / "test_user.py").write_text(
+        "import torch\n"
+        "def test_blocks(no_blocking_h2d):\n"
+        "    torch.ones(4, 4).to('meta', non_blocking=True)\n"
+        "def test_fine(no_blocking_h2d):\n"
+        "    torch.ones(4, 4).to('meta')\n"
+        "def test_sees(h2d_check):\n"
+        "    torch.ones(4, 4)[:, :2].to('meta', non_blocking=True)\n"
+        "    assert [c.source_class for c in h2d_check.copies] == ['pageable']\n")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert "1 failed, 2 passed" in r.stdout, r.stdout
+    assert f"{tmp_path.name}/test_user.py:3: pageable copy of 64 bytes" in r.stdout
