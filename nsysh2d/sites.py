@@ -8,8 +8,13 @@ import re
 PY_LIBRARY = re.compile(r"/(site|dist)-packages/|/lib/python3[.\d]*/|^<frozen|^<string>")
 
 
+# nsysh2d's own frames (the runtime checker's dispatch mode sits between the user's copy and CUDA) are
+# never the user's program.
+OWN = re.compile(r"/nsysh2d/(runtime|cli_check|pytest_plugin)\.py$")
+
+
 def is_library(file: str) -> bool:
-    return bool(PY_LIBRARY.search(file or ""))
+    return bool(PY_LIBRARY.search(file or "") or OWN.search((file or "").replace("\\", "/")))
 
 
 def site_names(file: str, function: str, line: int) -> tuple[str, str]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
 # Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
-# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue
+# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue check
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/h200-out}
@@ -58,6 +58,13 @@ for stage in "$@"; do
       profile --name api-probe-queue --no-variants --sample none --cudabacktrace none \
         "$work/src/workloads/api_probe.py" -- $apis --kernels 4096 > "$OUT/api-probe-queue.log" 2>&1; echo "rc=$?"; grep -E "api_probe|wrote" "$OUT/api-probe-queue.log"
       "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/api-probe-queue.sqlite" "$OUT/api-probe-queue.sqlite" ;;
+    check)  # the runtime checker: its verdicts vs host timers, then one qwen3vl run under it and nsys at once
+      clean "$PY" "$work/src/workloads/runtime_check_probe.py" --json "$OUT/runtime-check.json" | tee "$OUT/runtime-check.txt"
+      profile --python-backtrace --no-variants --name qwen3vl-check -- "$PY" -m nsysh2d.cli check --format json \
+        -o "$work/out/qwen3vl-check.json" -- "$work/src/workloads/qwen3vl.py" --variant before \
+        > "$OUT/qwen3vl-check.log" 2>&1; echo "rc=$?"; tail -3 "$OUT/qwen3vl-check.log"
+      cp "$work/out/qwen3vl-check.json" "$OUT/"
+      "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/qwen3vl-check.sqlite" "$OUT/qwen3vl-check.sqlite" ;;
   esac
 done
 ls -la "$OUT" "$work/out"
