@@ -111,29 +111,35 @@ class Checker:
     def _seen(self, func, args, kwargs) -> None:
         import torch
 
-        name = getattr(func, "__name__", str(func))
-        if name.startswith("_to_copy"):
-            src, device = args[0], kwargs.get("device")
-            if not kwargs.get("non_blocking") or device is None or torch.device(device).type not in self.devices:
-                return
-            dtype = kwargs.get("dtype") or src.dtype
-            fmt = kwargs.get("memory_format") or torch.preserve_format
-            meta = torch.empty_like(src, device="meta", dtype=dtype, memory_format=fmt)
-            dst_shape, dst_strides = tuple(meta.shape), meta.stride()
-        elif name.startswith("copy_"):
-            dst, src = args[0], args[1]
-            non_blocking = args[2] if len(args) > 2 else kwargs.get("non_blocking", False)
-            if not non_blocking or dst.device.type not in self.devices:
+        name = getattr(func, "__name__", str(func)).split(".")[0]
+        if name not in ("_to_copy", "to", "copy_"):
+            return
+        # By argument name, whatever the overload: aten.to.* reaches a mode under inference_mode (it is
+        # decomposed into _to_copy otherwise), with device/dtype positional or keyword.
+        names = [a.name for a in func._schema.arguments]
+        bound = {**dict(zip(names, args)), **kwargs}
+        if not bound.get("non_blocking"):
+            return
+        if name == "copy_":
+            dst, src = bound["self"], bound["src"]
+            if dst.device.type not in self.devices:
                 return
             dtype, dst_shape, dst_strides = dst.dtype, tuple(dst.shape), dst.stride()
         else:
-            return
+            src, other = bound["self"], bound.get("other")
+            device = bound.get("device") or (other.device if isinstance(other, torch.Tensor) else None)
+            if device is None or torch.device(device).type not in self.devices:
+                return
+            dtype = bound.get("dtype") or (other.dtype if isinstance(other, torch.Tensor) else src.dtype)
+            fmt = bound.get("memory_format") or torch.preserve_format
+            meta = torch.empty_like(src, device="meta", dtype=dtype, memory_format=fmt)
+            dst_shape, dst_strides = tuple(meta.shape), meta.stride()
         if not isinstance(src, torch.Tensor) or src.device.type != "cpu":
             return
         cls = source_class(tuple(src.shape), src.stride(), src.dtype, _pinned(src), dst_shape, dst_strides, dtype)
         site, line = call_site()
-        self.copies.append(Copy(name.split(".")[0], src.numel() * src.element_size(), cls, cls in FLAGGED, site,
-                                line, list(src.shape), list(src.stride()), str(src.dtype).replace("torch.", ""),
+        self.copies.append(Copy(name, src.numel() * src.element_size(), cls, cls in FLAGGED, site, line,
+                                list(src.shape), list(src.stride()), str(src.dtype).replace("torch.", ""),
                                 FIXES.get(cls) if cls in FLAGGED else None))
 
     # -------------------------------------------------------------------------------- results

@@ -32,6 +32,9 @@ CASES = {
                                "pinned"),
     "pinned transposed (dense)": (True, lambda b: b.t().to("meta", non_blocking=True), "pinned"),
     "pinned dtype change": (True, lambda b: b.to("meta", dtype=torch.float16, non_blocking=True), "pinned"),
+    "pinned, like another tensor": (True, lambda b: b.to(torch.empty(1, device="meta", dtype=torch.float16),
+                                                         non_blocking=True), "pinned"),
+    "pageable, device positional": (False, lambda b: b.to(torch.device("meta"), torch.float16, True), "pageable"),
     "pinned transposed + dtype change": (
         True, lambda b: b.t().to("meta", dtype=torch.float16, non_blocking=True), "pinned_strided"),
     "pinned expanded": (True, lambda b: b[:1].expand(3, 64).to("meta", non_blocking=True), "pinned_strided"),
@@ -43,13 +46,16 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("inference", [False, True], ids=["grad", "inference_mode"])
 @pytest.mark.parametrize("case", list(CASES))
-def test_each_layout_is_classified_as_pytorch_copies_it(pinned, case):
+def test_each_layout_is_classified_as_pytorch_copies_it(pinned, case, inference):
+    """Under torch.inference_mode `.to()` reaches the mode as aten.to.* (not decomposed into _to_copy): the
+    H200 cross-check on qwen3vl, which runs in inference mode, missed such copies until this was handled."""
     is_pinned, copy, expected = CASES[case]
     buf = torch.from_numpy(np.ones((3, 64), dtype=np.float32)) if is_pinned is None else torch.ones(3, 64)
     if is_pinned:
         pinned(buf)
-    with Checker(devices=("meta",)) as chk:
+    with Checker(devices=("meta",)) as chk, (torch.inference_mode() if inference else torch.no_grad()):
         copy(buf)
     assert chk.copies and {c.source_class for c in chk.copies} == {expected}
     assert all(c.flagged == (expected != "pinned") for c in chk.copies)
