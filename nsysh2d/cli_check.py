@@ -21,7 +21,8 @@ def check(fail, fmt, output, devices, script):
 
     \b
       nsysh2d check train.py --epochs 1
-      nsysh2d check --fail --format json -o h2d.json -- bench.py
+      nsysh2d check --fail --format json -o h2d.json -- python bench.py
+      nsysh2d check -- python -m mypkg.train --steps 10
 
     Each copy made with non_blocking=True from the CPU is classified as PyTorch's copy will run it:
     pageable source (blocks), pinned but through a pageable temporary (strided or expanded views: blocks),

@@ -180,21 +180,32 @@ def call_site() -> tuple[str | None, str | None]:
 
 
 def run_script(argv: list[str], devices=("cuda",)) -> tuple[Checker, int]:
-    """Runs a Python script (argv[0], its arguments after) under a Checker: (checker, the script's exit code)."""
+    """Runs a Python program in this process under a Checker: `script.py ARGS`, `python script.py ARGS` or
+    `python -m module ARGS`. Returns (checker, the program's exit code)."""
+    import re
     import runpy
 
-    script = argv[0]
-    if not os.path.isfile(script):
-        from .errors import BadInput
-        raise BadInput(f"{script}: no such script")
+    from .errors import BadInput
+
+    argv = list(argv)
+    if argv and re.fullmatch(r"python(\d+(\.\d+)?)?", os.path.basename(argv[0])):
+        argv = argv[1:]   # the program runs in this interpreter, under the checker
+    if not argv:
+        raise BadInput("nothing to run: give SCRIPT.py [ARGS] or -m MODULE [ARGS]")
+    module = argv[1] if argv[0] == "-m" and len(argv) > 1 else None
+    if module is None and not os.path.isfile(argv[0]):
+        raise BadInput(f"{argv[0]}: no such script")
     old_argv, old_path = sys.argv, list(sys.path)
-    sys.argv = list(argv)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    sys.argv = argv[1:] if module else argv
+    sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(argv[0])))
     code = 0
     checker = Checker(tuple(devices))
     try:
         with checker:
-            runpy.run_path(script, run_name="__main__")
+            if module:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(argv[0], run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:

@@ -131,3 +131,12 @@ def test_pytest_plugin_fixtures(tmp_path):
                        capture_output=True, text=True, cwd=tmp_path)
     assert "1 failed, 2 passed" in r.stdout, r.stdout
     assert f"{tmp_path.name}/test_user.py:3: pageable copy of 64 bytes" in r.stdout
+
+
+def test_check_runs_python_script_and_python_m_forms(tmp_path):
+    (tmp_path / "mod_w.py").write_text("import torch\ntorch.ones(4).to('meta', non_blocking=True)\n")
+    for form in (["python", "mod_w.py"], ["python3", "-m", "mod_w"], ["mod_w.py"]):
+        r = subprocess.run([sys.executable, "-m", "nsysh2d.cli", "check", "--device", "meta", "--format", "json",
+                            "--", *form], capture_output=True, text=True, cwd=tmp_path)
+        assert r.returncode == 0, (form, r.stderr)
+        assert json.loads(r.stdout)["runtime_check"]["flagged"] == 1, form
