@@ -140,3 +140,11 @@ def test_check_runs_python_script_and_python_m_forms(tmp_path):
                             "--", *form], capture_output=True, text=True, cwd=tmp_path)
         assert r.returncode == 0, (form, r.stderr)
         assert json.loads(r.stdout)["runtime_check"]["flagged"] == 1, form
+
+
+def test_the_checker_needs_only_torch():
+    """It runs where the workload runs (a GPU box with torch): no DuckDB, polars or pyarrow imported."""
+    code = ("import sys, nsysh2d.runtime, nsysh2d.pytest_plugin, nsysh2d.cli_check\n"
+            "print(sorted(m for m in ('duckdb', 'polars', 'pyarrow') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
