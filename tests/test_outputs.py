@@ -98,3 +98,18 @@ def test_compare_shows_deltas():
     assert line.rstrip().endswith(("-" if d < 0 else "+") + format_ns(abs(d)))
     headers = [ln for ln in r.stdout.splitlines() if ln.strip().startswith(("figure", "call site", "source class"))]
     assert len(headers) == 3 and all("delta" in h.split() for h in headers)
+
+
+@pytest.mark.parametrize("by", ["kind", "api", "site"])
+def test_csv_of_a_trace_without_rows_for_the_grouping(by):
+    """The public CUDA C export has no async copy (by_kind empty) and, with --direction d2h, nothing either:
+    a table without rows, not an internal error."""
+    from conftest import THIRDPARTY
+
+    for extra in ([], ["--direction", "d2h", "--calls", "async"]):
+        r = run_cli("analyze", THIRDPARTY / "mordred__report1_old.sqlite", "--by", by, "--format", "csv", *extra)
+        assert r.returncode == 0, r.stderr
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
+        doc = json.loads(run_cli("analyze", THIRDPARTY / "mordred__report1_old.sqlite", "--format", "json",
+                                 *extra).stdout)["reports"][0]
+        assert len(rows) == len(doc[f"by_{by}"])

@@ -81,7 +81,9 @@ class Report:
     python_backtrace: bool = False                       # captured with --python-backtrace (a warning says so)
 
     def group(self, by: str) -> list[dict]:
-        return {"kind": self.by_kind, "api": self.by_api}.get(by) or self.groups[by]
+        if by == "kind":
+            return self.by_kind
+        return self.by_api if by == "api" else self.groups[by]
 
     def to_json(self) -> dict:
         return {"path": self.path, "nsys_version": self.nsys_version, "schema_version": self.schema_version,
