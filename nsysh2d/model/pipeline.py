@@ -46,12 +46,11 @@ PIPELINE: tuple[Step, ...] = (
     Step("copies_fold", ("copies", "api_raw", "memcpy_raw", "copy_keys_multi"), ("folded", "fold_stats"),
          when="SELECT (SELECT count(*) FROM copy_keys_multi) > 0 "
               "OR (SELECT count(*) FROM api_raw) > (SELECT count(*) FROM copies)"),
-    Step("calls", ("copies", "folded", "fold_stats", "api_raw"), ("calls", "copy_stats"), checkpoint=True),
-    Step("orphans", ("calls", "memcpy_raw", "n.runtime", "n.strings"), ("orphan_stats", "unclaimed_activity"),
-         # Cheap first: the step scans the runtime table, so only when some activity no call claims exists.
-         when="SELECT EXISTS (SELECT 1 FROM memcpy_raw m ANTI JOIN calls c USING (correlation_id)) "
-              "OR EXISTS (SELECT 1 FROM memcpy_raw m ANTI JOIN calls c USING (global_pid, correlation_id) "
-              "WHERE m.global_pid IS NOT NULL)"),
+    Step("calls", ("copies", "folded", "fold_stats", "api_raw", "memcpy_raw"),
+         ("calls", "copy_stats", "unclaimed_activity"), checkpoint=True),
+    # The step scans the runtime table: only when some copy activity no call claims exists.
+    Step("orphans", ("unclaimed_activity", "n.runtime", "n.strings"), ("orphan_stats",),
+         when="SELECT EXISTS (SELECT 1 FROM unclaimed_activity)"),
     Step("python_sites", ("calls", "n.nvtx"), ("py_site_names", "python_sites"), prepare=attribution.python_sites),
     Step("labels", ("calls", "python_sites", "n.mem_kind_enum", "n.copy_kind_enum"),
          ("kind_labels", "api_names", "calls_k")),

@@ -1,6 +1,6 @@
 -- calls: one row per memcpy API call (view `calls`: the single-row calls of `copies` and the
--- folded ones), and the counts anomalies.sql reports (table copy_stats). api_raw is no longer needed
--- after this step (the pipeline drops it). No parameters.
+-- folded ones), the counts anomalies.sql reports (table copy_stats), and the copy activity no call claims
+-- (view unclaimed_activity, for orphans.sql). api_raw is no longer needed after this step. No parameters.
 CREATE TEMP VIEW calls AS
 SELECT c.* FROM copies c ANTI JOIN copy_keys_multi k USING (global_pid, correlation_id)
 UNION ALL BY NAME
@@ -13,3 +13,12 @@ SELECT COALESCE((SELECT api_rows_without_activity FROM fold_stats),
        COALESCE((SELECT shared_correlation FROM fold_stats), 0) AS shared_correlation;
 
 DROP TABLE api_raw;
+
+-- unclaimed_activity: (global_pid, correlation_id) of memcpy rows no call has. Two anti joins on equalities
+-- (activity rows without a globalPid match any process): one with an OR in its condition is a nested loop.
+CREATE TEMP VIEW unclaimed_activity AS
+SELECT m.global_pid, m.correlation_id FROM memcpy_raw m ANTI JOIN calls c USING (correlation_id)
+WHERE m.global_pid IS NULL
+UNION ALL
+SELECT m.global_pid, m.correlation_id FROM memcpy_raw m ANTI JOIN calls c USING (global_pid, correlation_id)
+WHERE m.global_pid IS NOT NULL;

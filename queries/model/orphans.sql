@@ -2,16 +2,7 @@
 -- has no name in StringIds, or a name that is no copy API (table orphan_stats, made by store.sql). Such
 -- copies cannot be judged: an export whose StringIds lost the API names would otherwise read as "no copies".
 -- Copies inside CUDA graphs belong to the graph launch (cudaGraphLaunch, cuGraphLaunch) and are not counted. Runs only when
--- some activity is unclaimed (pipeline.py): it scans the runtime table. No parameters.
--- unclaimed_activity: (global_pid, correlation_id) of memcpy rows no call has. Two anti joins on equalities
--- (activity rows without a globalPid match any process): one with an OR in its condition is a nested loop.
-CREATE OR REPLACE TEMP VIEW unclaimed_activity AS
-SELECT m.global_pid, m.correlation_id FROM memcpy_raw m ANTI JOIN calls c USING (correlation_id)
-WHERE m.global_pid IS NULL
-UNION ALL
-SELECT m.global_pid, m.correlation_id FROM memcpy_raw m ANTI JOIN calls c USING (global_pid, correlation_id)
-WHERE m.global_pid IS NOT NULL;
-
+-- some activity is unclaimed (view unclaimed_activity, calls.sql): it scans the runtime table. No parameters.
 INSERT INTO orphan_stats
 WITH o AS (SELECT DISTINCT * FROM unclaimed_activity),
 graph AS (
