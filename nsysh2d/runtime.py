@@ -29,7 +29,8 @@ from .fixes import FIXES
 from .sites import is_library, site_names
 
 FLAGGED = ("pageable", "pinned_strided")
-_SKIP = (os.sep + "torch" + os.sep, os.path.abspath(__file__), os.sep + "contextlib.py", os.sep + "runpy.py")
+# torch outside site-packages (a source build) is not the user's program either; sites.is_library has the rest.
+_TORCH = os.sep + "torch" + os.sep
 
 
 def dense(shape, strides) -> bool:
@@ -51,11 +52,10 @@ def source_class(src_shape, src_strides, src_dtype, pinned: bool, dst_shape, dst
               and tuple(src_strides) == tuple(dst_strides) and dense(src_shape, src_strides))
     if direct:
         return "pinned"
-    # The temporary path: src.expand_as(dst).contiguous() is src itself only when that view is contiguous.
-    expanded = [0 if (i < len(dst_shape) - len(src_shape)) else None for i in range(len(dst_shape))]
-    offset = len(dst_shape) - len(src_shape)
-    for i, n in enumerate(src_shape):
-        expanded[offset + i] = src_strides[i] if n == dst_shape[offset + i] else 0
+    # The temporary path: src.expand_as(dst).contiguous() is src itself only when that view is contiguous
+    # (expand_as gives new leading dims and broadcast dims stride 0).
+    lead = len(dst_shape) - len(src_shape)
+    expanded = [0] * lead + [st if n == dst_shape[lead + i] else 0 for i, (n, st) in enumerate(zip(src_shape, src_strides))]
     return "pinned" if _contiguous(dst_shape, expanded) else "pinned_strided"
 
 
@@ -173,7 +173,7 @@ def call_site() -> tuple[str | None, str | None]:
     named as the trace analysis names Python sites (sites.py)."""
     for frame in reversed(traceback.extract_stack()):
         path = os.path.abspath(frame.filename)
-        if any(s in path for s in _SKIP) or is_library(frame.filename):
+        if _TORCH in path or is_library(frame.filename):
             continue
         return site_names(path, frame.name, frame.lineno)
     return None, None

@@ -106,10 +106,9 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
                 "max-blocked-per-step", per <= rules.max_blocked_per_step_ns,
                 f"{per / 1e6:.3f} ms host time in {what} copies per step over {steps} steps; allowed "
                 f"{rules.max_blocked_per_step_ns / 1e6:.3f} ms", offenders if per > rules.max_blocked_per_step_ns else []))
-    unclassified = rep["totals"].get("unclassified_calls", 0)
     t = rep["totals"]
     why = [f"{n} {what}" for n, what in (
-        (unclassified, "copy calls whose memory or copy kind cannot be decoded"),
+        (t.get("unclassified_calls", 0), "copy calls whose memory or copy kind cannot be decoded"),
         (t.get("calls_without_activity", 0), "memcpy API calls without a GPU activity row (direction and memory "
                                              "kinds unknown; was the capture cut short?)"),
         (t.get("activity_without_call", 0), "copies that no copy API call claims (missing, unnamed or renamed in StringIds)"),

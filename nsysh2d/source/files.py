@@ -52,6 +52,14 @@ def check_file(path: str) -> Path:
     raise BadInput(f"{path}: not a SQLite file")
 
 
+def is_sqlite(path: str) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+    except OSError:
+        return False
+
+
 def check_regular(path, what: str) -> None:
     """A settings file (baseline, pyproject) must be a regular file: reading a FIFO would block forever."""
     import os

@@ -145,7 +145,7 @@ def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]
                           "GROUP BY id")
         try:
             con.execute(f"CREATE VIEW n.{view} AS {select}")
-        except Exception as e:   # e.g. columns without declared types come through as BLOB
+        except Exception as e:   # e.g. a column declared TEXT where nsys declares INTEGER (check_typed has untyped)
             raise BadInput(f"{path}: table {have}: columns not typed as nsys writes them "
                            f"({str(e).splitlines()[0][:160]})") from None
     if missing_tables:

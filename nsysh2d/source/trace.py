@@ -7,6 +7,7 @@ beside the user's file.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import duckdb
 
 from ..errors import EXIT_EXPORT_FAILED, BadInput, NsysH2DError, first_line
 from . import schema, sql
-from .files import check_file
+from .files import check_file, is_sqlite
 
 # DuckDB's own memory (tables, joins, sorts) stays under this; past it, it spills to disk. The parts
 # ingest.py has in flight and the interpreter come on top (docs/benchmarks.md has the peak RSS).
@@ -79,7 +80,7 @@ class Trace:
         if path.endswith((".nsys-rep", ".qdrep")):
             from .export import sqlite_for_report
             path = sqlite_for_report(path, nsys)
-        elif os.path.isfile(path) and _sqlite_header(path):
+        elif os.path.isfile(path) and is_sqlite(path):
             from .files import needs_private_copy, private_copy
 
             reason = needs_private_copy(path)
@@ -96,7 +97,7 @@ class Trace:
                 raise
             # An export that is not even SQLite (nsys wrote garbage) is not kept: the next run exports again.
             # A valid export without CUDA data stays: exporting it again would give the same.
-            if note is None and not _sqlite_header(path):
+            if note is None and not is_sqlite(path):
                 Path(path).unlink(missing_ok=True)
             # Name the user's report, not only the hashed export in the cache.
             how = "exported" if note is None else "copied"
@@ -135,19 +136,13 @@ class Trace:
 
         nsys declares NVTX_EVENTS.binaryData as TEXT but stores blobs, which the DuckDB scanner
         rejects, so these few rows are read with Python's sqlite3, opened read-only."""
-        import sqlite3
-        from urllib.parse import quote
-
         if not domain_ids or "binaryData" not in self.tables.get("NVTX_EVENTS", set()):
             return {}
-        con = sqlite3.connect(f"file:{quote(self.path)}?mode=ro", uri=True)
-        try:
+        with _read_only(self.path) as con:
             marks = ",".join(str(int(d)) for d in domain_ids)
             rows = con.execute("SELECT globalTid, start, binaryData FROM NVTX_EVENTS "
                                f"WHERE domainId IN ({marks}) AND binaryData IS NOT NULL AND end IS NULL")
             return {(t, s): b if isinstance(b, bytes) else str(b).encode("latin-1", "replace") for t, s, b in rows}
-        finally:
-            con.close()
 
     # ------------------------------------------------------------------ queries
     def run(self, name: str, params: dict | None = None):
@@ -175,24 +170,25 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _sqlite_header(path: str) -> bool:
-    try:
-        with open(path, "rb") as f:
-            return f.read(16) == b"SQLite format 3\x00"
-    except OSError:
-        return False
-
-
-def _sqlite_views(path: str) -> set[str]:
-    """Names of the file's views (the scanner lists tables only), read-only through Python's sqlite3."""
+@contextmanager
+def _read_only(path: str):
+    """Python's sqlite3 on the file, read-only (what the DuckDB scanner cannot read or list)."""
     import sqlite3
     from urllib.parse import quote
 
+    con = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
     try:
-        con = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
-        try:
+        yield con
+    finally:
+        con.close()
+
+
+def _sqlite_views(path: str) -> set[str]:
+    """Names of the file's views: the scanner lists tables only."""
+    import sqlite3
+
+    try:
+        with _read_only(path) as con:
             return {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'view'")}
-        finally:
-            con.close()
     except sqlite3.Error:
         return set()
