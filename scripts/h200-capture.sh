@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
 # Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
-# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue check
+# usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue check train d2h
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/h200-out}
@@ -65,6 +65,20 @@ for stage in "$@"; do
         > "$OUT/qwen3vl-check.log" 2>&1; echo "rc=$?"; tail -3 "$OUT/qwen3vl-check.log"
       cp "$work/out/qwen3vl-check.json" "$OUT/"
       "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/qwen3vl-check.sqlite" "$OUT/qwen3vl-check.sqlite" ;;
+    train)  # workloads/train_loop.py: calibrate the GPU work, 5 host-timed runs per variant (alternating), traces
+      depth=$(clean "$PY" "$work/src/workloads/train_loop.py" --calibrate | tee -a "$OUT/train-host.txt" | sed -n 's/.* depth=\([0-9]*\).*/\1/p')
+      for r in 1 2 3 4 5; do for v in before after; do
+        clean "$PY" "$work/src/workloads/train_loop.py" --variant $v --depth "$depth" --steps ${TRAIN_STEPS:-100} \
+          --json "$work/out/train-$v-$r.json" | tee -a "$OUT/train-host.txt"; done; done
+      "$PY" -c 'import json,sys; print(json.dumps([json.load(open(f)) for f in sys.argv[1:]]))' "$work/out"/train-*-?.json > "$OUT/train-host.json"
+      profile --name train-loop --sample none --cudabacktrace none "$work/src/workloads/train_loop.py" -- --depth "$depth" --steps 30 \
+        > "$OUT/train-trace.log" 2>&1; echo "rc=$?"; grep -E "train_loop|wrote" "$OUT/train-trace.log"
+      for v in before after; do "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/train-loop-$v.sqlite" "$OUT/train-loop-$v.sqlite"; done ;;
+    d2h)  # workloads/d2h_probe.py: host timer, then a trace with CUDA backtraces (the strided destination's evidence)
+      clean "$PY" "$work/src/workloads/d2h_probe.py" --json "$OUT/d2h-host.json" | tee "$OUT/d2h-host.txt"
+      profile --name d2h-probe --no-variants --sample none "$work/src/workloads/d2h_probe.py" > "$OUT/d2h-trace.log" 2>&1
+      echo "rc=$?"; grep -E "d2h_probe|wrote" "$OUT/d2h-trace.log"
+      "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/d2h-probe.sqlite" "$OUT/d2h-probe.sqlite" ;;
   esac
 done
 ls -la "$OUT" "$work/out"
