@@ -153,6 +153,8 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
               help="A call is long when its host-side duration is at least this.")
 @click.option("--max-blocked-per-step", callback=duration, default=None,
               help="Fail when host time in long-blocking copies per NVTX step exceeds this (e.g. 1ms).")
+@click.option("--max-gpu-idle-per-step", callback=duration, default=None,
+              help="Fail when the GPU idles longer than this per NVTX step during long copies (e.g. 2ms).")
 @click.option("--kind", "kinds", multiple=True, help="Only copies from this source memory kind (file label, "
               "e.g. Pageable); repeatable.")
 @direction_option
@@ -173,19 +175,19 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
 @click.option("--no-cache", is_flag=True)
 @click.pass_context
-def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step, kinds, direction, calls, baseline,
-         tolerance, step_pattern, warmup_steps, junit_path, summary_path, fmt, config_path, nsys_path, no_cache):
+def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, no_cache, **given):
     """CI gate: exit 0 when the traces pass, 1 when a rule fails, 2 on bad input.
 
     \b
     Rules:
       max-long-calls        long-blocking copies found <= --max-long-calls (default 0)
       max-blocked-per-step  host time in long-blocking copies per NVTX step <= the limit
+      max-gpu-idle-per-step GPU idle time during long copies per NVTX step <= the limit
       no-new-sites          (with --baseline) no long-blocking call site the baseline lacks
       no-growth             (with --baseline) no site's long-copy time grew beyond --tolerance
 
     Settings may also come from [tool.nsysh2d.gate] in pyproject.toml (the command line wins):
-    max-long-calls, count, min-duration, max-blocked-per-step, kinds, direction, calls, baseline,
+    max-long-calls, count, min-duration, max-blocked-per-step, max-gpu-idle-per-step, kinds, direction, calls, baseline,
     tolerance, step-pattern, warmup-steps. When GITHUB_ACTIONS=true, failures are also printed as error annotations
     (at the offending Python lines where known; on stderr with --format json).
 
@@ -199,10 +201,7 @@ def gate(ctx, reports, max_long_calls, count, min_duration, max_blocked_per_step
     from .run import analyze_one
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
-    given = dict(max_long_calls=max_long_calls, count=count, min_duration=min_duration, kinds=tuple(kinds),
-                 max_blocked_per_step=max_blocked_per_step, direction=direction.lower(), calls=calls.lower(),
-                 baseline=baseline,
-                 tolerance=tolerance, step_pattern=step_pattern, warmup_steps=warmup_steps)
+    given.update(kinds=tuple(given["kinds"]), direction=given["direction"].lower(), calls=given["calls"].lower())
     explicit = {k for k in given if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE}
     settings = GateSettings.resolve(given, explicit, conf, conf_path)
     result = run_gate(reports, settings, lambda p, opts: analyze_one(p, opts, nsys_path, not no_cache))

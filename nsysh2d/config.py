@@ -10,7 +10,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-KEYS = {"max-long-calls", "min-duration", "max-blocked-per-step", "kinds", "direction", "calls", "count", "tolerance",
+KEYS = {"max-long-calls", "min-duration", "max-blocked-per-step", "max-gpu-idle-per-step", "kinds", "direction", "calls", "count", "tolerance",
         "baseline", "step-pattern", "warmup-steps"}
 
 

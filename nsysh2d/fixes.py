@@ -21,3 +21,21 @@ FIXES_CUDA = {
     "pinned": "pinned: keep it that way (a long call here waited for something else: see the stack)",
     "unknown": "no evidence in the trace: capture with nsys --cudabacktrace=memory",
 }
+# Device-to-host copies: the class is the destination's (the host buffer the copy writes).
+FIXES_D2H = {
+    **FIXES,
+    "pageable": "the destination is pageable: copy into a pinned buffer allocated once (`torch.empty(..., "
+                "pin_memory=True)`) with `.copy_(t, non_blocking=True)` (or `t.to('cpu', non_blocking=True)`), "
+                "record a CUDA event after it and `event.synchronize()` only where the host reads the values",
+    "pinned_strided": "the destination is a strided view of pinned memory: PyTorch copies into a pageable "
+                      "contiguous temporary first; copy into a contiguous pinned buffer and slice it on the host",
+    "pinned": "pinned destination: keep it that way, and wait on an event only where the values are read",
+}
+FIXES_CUDA_D2H = {
+    **FIXES_CUDA,
+    "pageable": "the destination is pageable: copy into memory from cudaHostAlloc/cudaMallocHost (or registered "
+                "with cudaHostRegister) and wait with cudaEventSynchronize only where the host reads it",
+    "pinned_strided": "a strided (2D) destination through a pageable temporary: copy into a contiguous pinned "
+                      "buffer (cudaMemcpy2DAsync into pinned memory)",
+    "pinned": "pinned destination: keep it that way (a long call here waited for something else: see the stack)",
+}

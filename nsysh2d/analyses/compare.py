@@ -11,10 +11,16 @@ ROW_KEYS = {"kind": ("by_kind", lambda r: f"{r['src_kind']} -> {r['dst_kind']}")
           "class": ("by_class", lambda r: r["group"]),
           "site": ("by_site", lambda r: r["group"]),
           "nvtx": ("by_nvtx", lambda r: r["group"])}
-FIGURES = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "p50_ns", "p99_ns", "max_ns", "bytes")
+FIGURES = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "gpu_idle_ns", "p50_ns", "p99_ns",
+           "max_ns", "bytes")
+PER_STEP = ("long_ns", "blocking_ns", "blocking_calls", "gpu_idle_ns")
 
 
-def _per_step(value, steps):
+def _per_step(row: dict, key: str, steps):
+    """Per step: copies during step ranges only (a report's totals carry it; a group row its *_in_steps)."""
+    if f"{key}_per_step" in row:
+        return row[f"{key}_per_step"]
+    value = row.get(f"{key}_in_steps")
     return value / steps if steps and value is not None else None
 
 
@@ -42,7 +48,7 @@ def compare(before_report, after_report) -> Comparison:
             or before.get("calls") != after.get("calls")):
         raise BadInput("the two reports were analyzed with different --min-duration/--direction/--calls")
     out["totals"] = _pair(before["totals"], after["totals"], sb, sa,
-                          keys=("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes"))
+                          keys=("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "gpu_idle_ns", "bytes"))
     disappeared, appeared = [], []
     for g in COMPARED_GROUPS:
         field_name, keyf = ROW_KEYS[g]
@@ -78,10 +84,12 @@ def _pair(rb: dict, ra: dict, sb, sa, keys=FIGURES) -> dict:
         vb, va = rb.get(k), ra.get(k)
         row[f"{k}_before"], row[f"{k}_after"] = vb, va
         row[f"{k}_delta"] = (va or 0) - (vb or 0) if (vb is not None or va is not None) else None
-    for k in ("long_ns", "blocking_ns", "blocking_calls"):
+    for k in PER_STEP:
         if k in keys:
-            row[f"{k}_per_step_before"] = _per_step(rb.get(k), sb)
-            row[f"{k}_per_step_after"] = _per_step(ra.get(k), sa)
+            row[f"{k}_per_step_before"] = _per_step(rb, k, sb)
+            row[f"{k}_per_step_after"] = _per_step(ra, k, sa)
+            b, a = row[f"{k}_per_step_before"], row[f"{k}_per_step_after"]
+            row[f"{k}_per_step_delta"] = a - b if None not in (a, b) else None
     return row
 
 

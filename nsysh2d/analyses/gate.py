@@ -19,6 +19,7 @@ class Rules:
     max_long_calls: int = 0
     count: str = "blocking"            # blocking | long
     max_blocked_per_step_ns: int | None = None
+    max_gpu_idle_per_step_ns: int | None = None
     kinds: tuple[str, ...] = ()        # source memory kinds (file labels) the rules look at; empty: all
     tolerance: float = 0.10            # baseline growth allowed (fraction)
     warmup_steps: int = 0              # with step ranges: the first N steps are not judged
@@ -94,18 +95,19 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         "max-long-calls", n <= rules.max_long_calls,
         f"{n} {what} {rep['direction']} copies (>= {rep['min_duration_ns'] / 1000:g} us host time){scope}; "
         f"allowed {rules.max_long_calls}{words}", offenders if n > rules.max_long_calls else []))
-    if rules.max_blocked_per_step_ns is not None:
-        blocked = sum(r[rules.time_key] for r in judged)
+    for name, limit, key, words_of in (
+            ("max-blocked-per-step", rules.max_blocked_per_step_ns, rules.time_key, f"host time in {what} copies"),
+            ("max-gpu-idle-per-step", rules.max_gpu_idle_per_step_ns, "gpu_idle_ns", "GPU idle during long copies")):
+        if limit is None:
+            continue
         if not steps:
-            results.append(RuleResult("max-blocked-per-step", False,
-                                      f"no NVTX step ranges matching {rep['steps']['pattern']!r}: cannot compute "
-                                      "a per-step figure (use --step-pattern)"))
-        else:
-            per = blocked / steps
-            results.append(RuleResult(
-                "max-blocked-per-step", per <= rules.max_blocked_per_step_ns,
-                f"{per / 1e6:.3f} ms host time in {what} copies per step over {steps} steps; allowed "
-                f"{rules.max_blocked_per_step_ns / 1e6:.3f} ms", offenders if per > rules.max_blocked_per_step_ns else []))
+            results.append(RuleResult(name, False, f"no NVTX step ranges matching {rep['steps']['pattern']!r}: cannot "
+                                      "compute a per-step figure (use --step-pattern)"))
+            continue
+        per = sum(r.get(key) or 0 for r in judged) / steps
+        why = [t for t in offenders if (t.get("gpu_idle_ns") or 0) > 0] if key == "gpu_idle_ns" else offenders
+        results.append(RuleResult(name, per <= limit, f"{per / 1e6:.3f} ms {words_of} per step over {steps} steps; "
+                                  f"allowed {limit / 1e6:.3f} ms", why if per > limit else []))
     t = rep["totals"]
     why = [f"{n} {what}" for n, what in (
         (t.get("unclassified_calls", 0), "copy calls whose memory or copy kind cannot be decoded"),
@@ -174,6 +176,7 @@ class GateSettings:
     count: str = "blocking"
     min_duration: int = 100_000
     max_blocked_per_step: int | None = None
+    max_gpu_idle_per_step: int | None = None
     kinds: tuple = ()
     direction: str = "h2d"
     calls: str = "async"
@@ -183,7 +186,7 @@ class GateSettings:
     warmup_steps: int = 0
 
     CONVERT = {"warmup_steps": int, "max_long_calls": int, "count": str, "min_duration": parse_duration,
-               "max_blocked_per_step": parse_duration, "direction": str, "calls": str, "baseline": str,
+               "max_blocked_per_step": parse_duration, "max_gpu_idle_per_step": parse_duration, "direction": str, "calls": str, "baseline": str,
                "tolerance": lambda v: (parse_fraction(str(v)), str(v))[1],
                "step_pattern": str, "kinds": lambda v: tuple([v] if isinstance(v, str) else v)}
 
@@ -221,7 +224,8 @@ class GateSettings:
 
     def rules(self) -> Rules:
         return Rules(max_long_calls=self.max_long_calls, count=self.count,
-                     max_blocked_per_step_ns=self.max_blocked_per_step, kinds=tuple(self.kinds),
+                     max_blocked_per_step_ns=self.max_blocked_per_step,
+                     max_gpu_idle_per_step_ns=self.max_gpu_idle_per_step, kinds=tuple(self.kinds),
                      tolerance=parse_fraction(self.tolerance), warmup_steps=self.warmup_steps)
 
     def options(self) -> Options:

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field, fields
 
 from .options import API_GROUPS, Options, check_grouping
 
-TOTAL_KEYS = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes")
+TOTAL_KEYS = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes", "gpu_idle_ns")
+# What per-step figures and the "outside steps" figures are made of (by_step rows).
+STEP_KEYS = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "gpu_idle_ns")
 
 
 @dataclass
@@ -30,9 +32,19 @@ class Totals:
     long_ns: int
     blocking_ns: int
     bytes: int
+    gpu_idle_ns: int = 0                 # GPU idle during the long calls (no kernel on the copy's device)
+    # Per step: copies during step ranges only, over the number of steps; None without step ranges.
     long_ns_per_step: float | None = None
     blocking_ns_per_step: float | None = None
     blocking_calls_per_step: float | None = None
+    gpu_idle_ns_per_step: float | None = None
+    # Copies outside every step range (model init, warm-up, shutdown): not in the per-step figures.
+    outside_steps_calls: int = 0
+    outside_steps_long_calls: int = 0
+    outside_steps_blocking_calls: int = 0
+    outside_steps_long_ns: int = 0
+    outside_steps_blocking_ns: int = 0
+    outside_steps_gpu_idle_ns: int = 0
     # Calls of any direction whose kinds cannot be decoded: they cannot be judged (the gate fails).
     unclassified_calls: int = 0
     # Memcpy API calls without a GPU activity row: neither direction nor kinds are known; copy activity whose
@@ -49,14 +61,19 @@ class Totals:
     sync_long_ns: int = 0
 
     @classmethod
-    def of(cls, kind_rows: list[dict], steps: Steps, api_rows=(), anomalies: dict | None = None) -> "Totals":
+    def of(cls, kind_rows: list[dict], steps: Steps, api_rows=(), anomalies: dict | None = None,
+           step_rows=()) -> "Totals":
         an = anomalies or {}
         sums = {k: int(sum(r[k] or 0 for r in kind_rows)) for k in TOTAL_KEYS}
         split = {f"{side}_{k}": int(sum(r[k] or 0 for r in api_rows if bool(r["sync"]) == (side == "sync")))
                  for side in ("async", "sync") for k in ("calls", "long_calls", "long_ns")}
-        return cls(**sums, long_ns_per_step=steps.per_step(sums["long_ns"]),
-                   blocking_ns_per_step=steps.per_step(sums["blocking_ns"]),
-                   blocking_calls_per_step=steps.per_step(sums["blocking_calls"]),
+        inside = {k: sum(r[k] or 0 for r in step_rows if r["step"] is not None) for k in STEP_KEYS}
+        outside = {f"outside_steps_{k}": int(sum(r[k] or 0 for r in step_rows if r["step"] is None)) for k in STEP_KEYS}
+        if not steps.steps:
+            outside = {}
+        per = {f"{k}_per_step": steps.per_step(inside[k]) for k in ("long_ns", "blocking_ns", "blocking_calls",
+                                                                     "gpu_idle_ns")}
+        return cls(**sums, **per, **outside,
                    unclassified_calls=an.get("unclassified", 0), calls_without_activity=an.get("no_activity", 0),
                    activity_without_call=an.get("orphans", 0), merged_calls=an.get("shared_correlation", 0), **split)
 
@@ -113,12 +130,13 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     steps = Steps(opts.step_pattern, row["steps"], row["step_ns"])
     meta = model.meta
     apis = api_rows(model, opts)
+    by_step = model.rows("analyses/by_step", opts.params(pattern=opts.step_pattern))
     return Report(path=model.path, nsys_version=meta.get("nsys_version"), schema_version=meta.get("schema_version"),
                   gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
-                  totals=Totals.of(kinds, steps, apis, model.anomalies), by_kind=kinds,
+                  totals=Totals.of(kinds, steps, apis, model.anomalies, by_step), by_kind=kinds,
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
                   warnings=model.warnings,
-                  by_step=model.rows("analyses/by_step", opts.params(pattern=opts.step_pattern)),
+                  by_step=by_step,
                   calls=opts.calls, by_api=apis, python_backtrace=bool(meta.get("python_backtrace")))
 
 
@@ -129,12 +147,12 @@ def group_rows(model, by: str, opts: Options) -> list[dict]:
         return api_rows(model, opts)
     opts.check()
     cache = model.summaries
-    key = (opts.min_ns, opts.direction, opts.top, opts.calls)
+    key = (opts.min_ns, opts.direction, opts.top, opts.calls, opts.step_pattern)
     if key not in cache:
         model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
         from ..model.pipeline import stage
         with stage("summaries"):
-            cache[key] = model.rows("analyses/summary", opts.params())
+            cache[key] = model.rows("analyses/summary", opts.params(pattern=opts.step_pattern))
     drop = ("by", "group") if by == "kind" else ("by", "src_kind", "dst_kind")
     return [{k: v for k, v in r.items() if k not in drop} for r in cache[key] if r["by"] == by]
 

@@ -16,7 +16,7 @@ import html
 import re
 import struct
 
-from ..fixes import FIXES, FIXES_CUDA
+from ..fixes import FIXES, FIXES_CUDA, FIXES_CUDA_D2H, FIXES_D2H
 from ..sites import is_library, site_names
 from ..source import sql
 
@@ -126,8 +126,10 @@ def native_sites(trace) -> None:
         stacks.setdefault(cid, []).append((sym, mod))
     native = [(cid, *native_site(frames)) for cid, frames in stacks.items()]
     _register(con, "native_sites", ["callchain_id", "site", "copy_kernels"], ["int64", "string", "int64"], native)
-    _register(con, "fixes", ["framework", "source_class", "fix"], ["string", "string", "string"],
-              [("torch", k, v) for k, v in FIXES.items()] + [("cuda", k, v) for k, v in FIXES_CUDA.items()])
+    _register(con, "fixes", ["framework", "direction", "source_class", "fix"], ["string"] * 4,
+              [(fw, d, k, v) for fw, d, fixes in (("torch", "h2d", FIXES), ("cuda", "h2d", FIXES_CUDA),
+                                                  ("torch", "d2h", FIXES_D2H), ("cuda", "d2h", FIXES_CUDA_D2H))
+               for k, v in fixes.items()])
 
 
 def _register(con, name: str, cols: list[str], types: list[str], rows: list[tuple]) -> None:

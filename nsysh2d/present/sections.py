@@ -8,9 +8,9 @@ from .render import Column, Section, cell
 STAT_COLUMNS = [
     Column("calls", "calls", "int"), Column("long_calls", "long", "int"),
     Column("blocking_calls", "blocking", "int"), Column("long_ns", "long time", "ns"),
-    Column("blocking_ns", "blocked", "ns"),
-    Column("p50_ns", "p50", "ns", drop=2), Column("p99_ns", "p99", "ns", drop=3), Column("max_ns", "max", "ns"),
-    Column("bytes", "bytes", "bytes", drop=1),
+    Column("blocking_ns", "blocked", "ns"), Column("gpu_idle_ns", "GPU idle", "ns", drop=1),
+    Column("p50_ns", "p50", "ns", drop=3), Column("p99_ns", "p99", "ns", drop=4), Column("max_ns", "max", "ns"),
+    Column("bytes", "bytes", "bytes", drop=2),
 ]
 
 
@@ -26,14 +26,20 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
     t = rep["totals"]
     per_step = ""
     if t.get("blocking_ns_per_step") is not None:
-        per_step = f"; {format_ns(t['blocking_ns_per_step'])} blocked per step"
+        per_step = (f"; per step: {format_ns(t['blocking_ns_per_step'])} blocked, "
+                    f"{format_ns(t.get('gpu_idle_ns_per_step') or 0)} GPU idle")
+    outside = ""
+    if t.get("outside_steps_long_calls"):
+        outside = (f" Outside steps (not per step): {t['outside_steps_long_calls']} long "
+                   f"({format_ns(t['outside_steps_long_ns'])}, GPU idle {format_ns(t['outside_steps_gpu_idle_ns'])}).")
     calls = rep.get("calls", "async")
     what = {"async": "async memcpy calls", "sync": "synchronous memcpy calls", "all": "memcpy calls (sync and async)"}
     note = (f"{rep['direction']} {what[calls]}; long = host-side duration >= {format_ns(rep['min_duration_ns'])}; "
             f"blocking = long and waited for the GPU (returned after its own GPU copy started, or lasted "
             f">= half the backlog queued ahead). "
             f"Total: {t['long_calls']} long ({format_ns(t['long_ns'])}), {t['blocking_calls']} blocking "
-            f"({format_ns(t['blocking_ns'])}){per_step}.")
+            f"({format_ns(t['blocking_ns'])}); GPU idle during long calls {format_ns(t.get('gpu_idle_ns') or 0)}"
+            f"{per_step}.{outside}")
     other = {"async": "sync", "sync": "async"}.get(calls)
     if other and t.get(f"{other}_calls"):
         note += (f" Not counted here: {t[f'{other}_calls']} {other} copy calls ({t[f'{other}_long_calls']} long, "
@@ -54,13 +60,15 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
     if show_top:
         sections.append(Section(
             f"longest calls (top {len(rep['top'])})",
-            [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes", drop=1),
+            [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes", drop=2),
              Column("source_class", "class"), Column("waited_for_gpu", "waited", "bool"),
-             Column("backlog_ns", "backlog", "ns"), Column("wait_ns", "wait", "ns", drop=2),
+             Column("backlog_ns", "backlog", "ns"), Column("gpu_idle_ns", "GPU idle", "ns", drop=1),
+             Column("wait_ns", "wait", "ns", drop=3),
              Column("api", "API"), Column("where", "call site"), Column("nvtx_path", "NVTX path")],
             [{**r, "where": r.get("site_line") or r.get("site")} for r in rep["top"]],
             note="backlog: time from the call until the GPU work queued ahead of it on its stream drained; "
-                 "wait: call start -> its GPU copy start."))
+                 "GPU idle: time during the call when its device ran no kernel (the copy's own transfer is idle "
+                 "time); wait: call start -> its GPU copy start."))
         fixes = []
         for r in rep["top"]:
             if r.get("waited_for_gpu") and r.get("fix"):
@@ -91,9 +99,10 @@ def compare_sections(comparison) -> list[Section]:
     per_step = result["per_step"]
     t = result["totals"]
     if per_step:
-        ls = ("blocking_ns_per_step_before", "blocking_ns_per_step_after", "per step")
+        ls = ("blocking_ns_per_step_before", "blocking_ns_per_step_after", "per step",
+              "gpu_idle_ns_per_step_before", "gpu_idle_ns_per_step_after")
     else:
-        ls = ("blocking_ns_before", "blocking_ns_after", "total")
+        ls = ("blocking_ns_before", "blocking_ns_after", "total", "gpu_idle_ns_before", "gpu_idle_ns_after")
     total_rows = [{"what": "copies", "before": t["calls_before"], "after": t["calls_after"], "kind": "int"},
                   {"what": "long copies", "before": t["long_calls_before"], "after": t["long_calls_after"]},
                   {"what": "long-blocking copies", "before": t["blocking_calls_before"],
@@ -101,12 +110,16 @@ def compare_sections(comparison) -> list[Section]:
                   {"what": "host time in long copies", "before": t["long_ns_before"], "after": t["long_ns_after"],
                    "unit": "ns"},
                   {"what": "host time blocked (long-blocking copies)", "before": t["blocking_ns_before"],
-                   "after": t["blocking_ns_after"], "unit": "ns"}]
+                   "after": t["blocking_ns_after"], "unit": "ns"},
+                  {"what": "GPU idle during long copies", "before": t.get("gpu_idle_ns_before"),
+                   "after": t.get("gpu_idle_ns_after"), "unit": "ns"}]
     if per_step:
         total_rows.append({"what": "host time blocked per step", "before": t["blocking_ns_per_step_before"],
                            "after": t["blocking_ns_per_step_after"], "unit": "ns"})
         total_rows.append({"what": "long-blocking copies per step", "before": t["blocking_calls_per_step_before"],
                            "after": t["blocking_calls_per_step_after"], "unit": "float"})
+        total_rows.append({"what": "GPU idle per step (during long copies)", "before": t.get("gpu_idle_ns_per_step_before"),
+                           "after": t.get("gpu_idle_ns_per_step_after"), "unit": "ns"})
     for r in total_rows:
         kind = r.get("unit", "int")
         r["before_s"], r["after_s"] = cell(r["before"], kind), cell(r["after"], kind)
@@ -128,6 +141,7 @@ def compare_sections(comparison) -> list[Section]:
             Column("blocking_calls_after", "blocking after", "int"),
             Column(ls[0], f"blocked {ls[2]} before", "ns"), Column(ls[1], f"blocked {ls[2]} after", "ns"),
             Column("delta_s", "delta", "num"),
+            Column(ls[3], f"GPU idle {ls[2]} before", "ns", drop=1), Column(ls[4], f"GPU idle {ls[2]} after", "ns", drop=1),
             Column("max_ns_before", "max before", "ns"), Column("max_ns_after", "max after", "ns"),
             Column("status", "status")],
             [{**r, "delta_s": _signed((r.get(ls[1]) or 0) - (r.get(ls[0]) or 0), "ns")} for r in rows]))

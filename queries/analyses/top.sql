@@ -1,5 +1,6 @@
 -- top: the $limit longest calls (host-side duration) with host_ns >= $min_ns, with everything that
 -- explains them. Parameters: $min_ns, $direction, $calls, $limit.
+-- gpu_idle_ns: how long the call's device ran no kernel, memset or graph replay during the call.
 -- device_backlog_ns: until all work the device had started before this copy's GPU start ended
 -- (computed for the listed calls only; the pipeline has built table `work` and their stream backlog
 -- first, see model/backlog_probes.sql).
@@ -7,7 +8,7 @@ WITH t AS (
     SELECT api_start AS api_start_ns, host_ns, gpu_ns, bytes::BIGINT AS bytes,
            src_kind_name AS src_kind, dst_kind_name AS dst_kind, source_class, waited_for_gpu,
            site, site_line, nvtx_range, nvtx_path, api_name, api, sync, pid, tid, device_id AS device, stream_id AS stream,
-           backlog_ns, wait_ns, host_ns - greatest(least(wait_ns, host_ns), 0) AS rest_ns,
+           backlog_ns, gpu_idle_ns, wait_ns, host_ns - greatest(least(wait_ns, host_ns), 0) AS rest_ns,
            evidence, fix, gpu_start
     FROM copies_x
     WHERE selected(direction, sync, $direction, $calls) AND is_long(host_ns, $min_ns)

@@ -1,10 +1,12 @@
 -- attrib: call site, true source class, evidence and fix (table `attrib`) for each distinct
 -- (native stack, Python site, kind) among the calls; copies_x joins it to every call. Inputs from
 -- attribution.py: native_sites (per callchain: site, copy_kernels = frames of
--- at::native::copy_kernel_cuda), py_site_names (per py_site_id: site, site_line) and fixes (per class);
+-- at::native::copy_kernel_cuda), py_site_names (per py_site_id: site, site_line) and fixes (per
+-- framework, direction and class);
 -- calls_k and kind_labels from labels.sql. No parameters.
--- A strided host source shows up as Pageable with copy_kernel_cuda twice on its stack: PyTorch
--- copied it through a pageable contiguous temporary. No evidence, no guess: 'unknown'.
+-- The class is the host buffer's: the source of an h2d copy, the destination of a d2h one. A strided
+-- host buffer shows up as Pageable with copy_kernel_cuda twice on its stack: PyTorch copied it through
+-- a pageable contiguous temporary (h2d: before the copy, d2h: after it). No evidence, no guess: 'unknown'.
 CREATE TEMP TABLE native_sites AS SELECT * FROM native_sites_frame;
 CREATE TEMP TABLE fixes AS SELECT * FROM fixes_frame;
 -- PyTorch or a program calling CUDA itself: the fixes differ (.pin_memory() vs cudaHostAlloc). StringIds holds
@@ -21,6 +23,8 @@ WITH keys AS (
 ),
 c AS (
     SELECT k.*, kl.direction, kl.src_kind_name AS src, kl.dst_kind_name AS dst,
+           CASE kl.direction WHEN 'h2d' THEN kl.src_kind_name WHEN 'd2h' THEN kl.dst_kind_name END AS host,
+           CASE kl.direction WHEN 'd2h' THEN 'dst' ELSE 'src' END AS side,
            ns.callchain_id IS NOT NULL AS has_native, ns.copy_kernels, ns.site AS native_site,
            pn.site AS py_site, pn.site_line
     FROM keys k
@@ -30,12 +34,12 @@ c AS (
 ),
 k AS (
     SELECT *,
-        CASE WHEN direction = 'h2d' THEN
-                 CASE WHEN src = 'Pinned' THEN 'pinned'
-                      WHEN src = 'Pageable' AND has_native AND copy_kernels >= 2 THEN 'pinned_strided'
-                      WHEN src = 'Pageable' THEN 'pageable'
-                      WHEN src LIKE 'Managed%' THEN 'managed'
-                      WHEN src LIKE 'Device%' THEN 'device'
+        CASE WHEN direction IN ('h2d', 'd2h') THEN
+                 CASE WHEN host = 'Pinned' THEN 'pinned'
+                      WHEN host = 'Pageable' AND has_native AND copy_kernels >= 2 THEN 'pinned_strided'
+                      WHEN host = 'Pageable' THEN 'pageable'
+                      WHEN host LIKE 'Managed%' THEN 'managed'
+                      WHEN host LIKE 'Device%' THEN 'device'
                       ELSE 'unknown' END
              WHEN src LIKE 'Device%' AND dst LIKE 'Device%' THEN 'device'
              WHEN src LIKE 'Managed%' THEN 'managed'
@@ -49,12 +53,13 @@ SELECT k.callchain_id, k.py_site_id, k.kind_id,
        CASE WHEN k.py_site IS NOT NULL THEN 'python' WHEN k.native_site IS NOT NULL THEN 'native' END AS site_origin,
        k.source_class,
        CASE WHEN k.source_class = 'pinned_strided'
-                THEN 'srcKind=Pageable and at::native::copy_kernel_cuda x' || k.copy_kernels ||
-                     ' on the native stack: a strided source copied through a pageable contiguous temporary'
-            WHEN k.source_class = 'pageable' AND k.direction = 'h2d' AND NOT k.has_native
-                THEN 'srcKind=Pageable (no native stack: a strided pinned view cannot be ruled out)'
-            WHEN k.source_class = 'pageable' AND k.direction = 'h2d'
-                THEN 'srcKind=Pageable, at::native::copy_kernel_cuda x' || COALESCE(k.copy_kernels, 0) ||
+                THEN k.side || 'Kind=Pageable and at::native::copy_kernel_cuda x' || k.copy_kernels ||
+                     ' on the native stack: a strided ' || CASE k.side WHEN 'dst' THEN 'destination' ELSE 'source' END
+                     || ' copied through a pageable contiguous temporary'
+            WHEN k.source_class = 'pageable' AND NOT k.has_native
+                THEN k.side || 'Kind=Pageable (no native stack: a strided pinned view cannot be ruled out)'
+            WHEN k.source_class = 'pageable'
+                THEN k.side || 'Kind=Pageable, at::native::copy_kernel_cuda x' || COALESCE(k.copy_kernels, 0) ||
                      ' on the native stack (direct copy)'
             ELSE 'srcKind=' || COALESCE(k.src, 'missing') || ', dstKind=' || COALESCE(k.dst, 'missing') END AS evidence,
        f.fix || CASE
@@ -65,4 +70,5 @@ SELECT k.callchain_id, k.py_site_id, k.kind_id,
            WHEN k.native_site IS NULL THEN '; for its call site, capture with nsys --cudabacktrace=memory'
            ELSE '' END AS fix
 FROM k
-LEFT JOIN fixes f ON f.source_class = k.source_class AND f.framework = (SELECT name FROM framework);
+LEFT JOIN fixes f ON f.source_class = k.source_class AND f.framework = (SELECT name FROM framework)
+                 AND f.direction = CASE k.direction WHEN 'd2h' THEN 'd2h' ELSE 'h2d' END;

@@ -1,15 +1,9 @@
--- backlog_probes: the calls whose stream backlog a report needs and that `backlog` does not hold
--- yet (temp table `probes`). Parameters: $min_ns, $direction, $limit.
--- A long call needs it when it returned before its GPU copy started (the backlog then decides
--- whether it waited for the GPU, see copies_x.sql) or when it is among the $limit longest (top.sql
--- shows the backlog: the $limit longest synchronous and asynchronous ones). Every other call's flag does
--- not depend on it. $min_ns = 0 and $limit = NULL ask for every call.
+-- backlog_probes: the calls whose stream backlog and GPU idle time a report needs and that `backlog`
+-- does not hold yet (temp table `probes`). Parameters: $min_ns, $direction (the top list's limit is not one: every long
+-- call is probed, since the GPU idle figures of groups and totals sum over all long calls).
+-- The backlog decides whether a long call that returned before its GPU copy started waited for the
+-- GPU (copies_x.sql); top.sql shows it. $min_ns = 0 asks for every call.
 CREATE OR REPLACE TEMP TABLE probes AS
-SELECT global_pid, correlation_id, api_start, gpu_start, device_id, stream_id
-FROM (
-    SELECT * FROM copies_x
-    WHERE is_long(host_ns, $min_ns) AND ($direction = 'all' OR direction = $direction)
-    QUALIFY $limit IS NULL OR api_end < gpu_start
-         OR row_number() OVER (PARTITION BY sync ORDER BY host_ns DESC, api_start) <= $limit
-)
-WHERE backlog_ns IS NULL;
+SELECT global_pid, correlation_id, api_start, api_end, gpu_start, device_id, stream_id
+FROM copies_x
+WHERE is_long(host_ns, $min_ns) AND ($direction = 'all' OR direction = $direction) AND backlog_ns IS NULL;

@@ -1,12 +1,13 @@
 -- copies_x: every copy call with its labels, NVTX range, attribution and backlog (a view over the
 -- narrow `calls`: the strings live once in small tables, not once per call). No parameters.
 -- backlog_ns: GPU work queued ahead of the call on its stream (table `backlog`, computed by
--- backlog.sql only for the calls a report needs; NULL for the others).
+-- backlog.sql only for the calls a report needs; NULL for the others). gpu_idle_ns: how long, during
+-- the call, its device ran no kernel, memset or graph replay on any stream (backlog.sql; NULL likewise).
 -- waited_for_gpu: the rule of rules.sql.
 -- Filled on demand (model/pipeline.py, BACKLOG): backlog (backlog.sql), work and the windows it covers
 -- (work.sql, probe_windows.sql). Empty until a report needs them.
-CREATE TEMP TABLE backlog (global_pid BIGINT, correlation_id BIGINT, backlog_ns BIGINT);
-CREATE TEMP TABLE work (device_id INTEGER, stream_id INTEGER, start BIGINT, "end" BIGINT);
+CREATE TEMP TABLE backlog (global_pid BIGINT, correlation_id BIGINT, backlog_ns BIGINT, gpu_idle_ns BIGINT);
+CREATE TEMP TABLE work (device_id INTEGER, stream_id INTEGER, start BIGINT, "end" BIGINT, busy BOOLEAN);
 CREATE TEMP TABLE work_windows (lo BIGINT, hi BIGINT);
 CREATE TEMP TABLE work_spans (lo BIGINT, hi BIGINT);
 
@@ -20,7 +21,7 @@ SELECT c.global_pid, c.global_tid, c.correlation_id, c.name_id,
        tid_of(c.global_tid) AS tid,
        pid_of(c.global_tid) AS pid,
        k.src_kind_name, k.dst_kind_name, k.copy_kind_name, k.direction,
-       b.backlog_ns,
+       b.backlog_ns, b.gpu_idle_ns,
        c.gpu_start - c.api_start AS wait_ns,
        t.name AS nvtx_range, t.path AS nvtx_path,
        a.site, a.site_line, a.site_origin, a.source_class, a.evidence, a.fix,

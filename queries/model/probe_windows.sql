@@ -1,10 +1,11 @@
--- probe_windows: adds the time windows (call start -> its GPU copy start) of the calls in `probes` to
+-- probe_windows: adds the time windows (call start -> the later of its end and its GPU copy start:
+-- the backlog needs the work queued before the copy, the GPU idle time the work during the call) of the calls in `probes` to
 -- work_windows, and makes work_spans: all windows asked for so far, merged where they overlap. The
 -- rows of the work table (work.sql) must cover all of them; with more than 64 spans, one span from
 -- the first start to the last end (the condition is evaluated on every row: a long list would cost
 -- more than it saves). No parameters.
 INSERT INTO work_windows
-SELECT api_start, greatest(gpu_start, api_start) FROM probes WHERE api_start IS NOT NULL;
+SELECT api_start, greatest(gpu_start, api_end, api_start) FROM probes WHERE api_start IS NOT NULL;
 
 CREATE OR REPLACE TEMP TABLE work_spans AS
 WITH s AS (

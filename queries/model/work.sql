@@ -3,15 +3,16 @@
 -- nsys's default --cuda-graph-trace=graph a replay is one row there and none in the kernel table), read
 -- by DuckDB's sqlite scanner, and copies (memcpy_raw, store.sql). A row counts when it ended after a span's start and started before its end: work that
 -- ended before the call or started after its copy cannot be queued ahead of it (streams run in
--- order). No parameters.
+-- order). busy: a kernel, memset or graph replay (what keeps the GPU busy in the sense of gpu_idle_ns,
+-- busy.sql); a copy engine's transfer is not. No parameters.
 CREATE OR REPLACE TEMP TABLE work AS
 WITH w AS (
-    SELECT device_id::INTEGER AS device_id, stream_id::INTEGER AS stream_id, start, "end" FROM n.kernel
+    SELECT device_id::INTEGER AS device_id, stream_id::INTEGER AS stream_id, start, "end", true AS busy FROM n.kernel
     UNION ALL
-    SELECT device_id::INTEGER, stream_id::INTEGER, start, "end" FROM n.memset
+    SELECT device_id::INTEGER, stream_id::INTEGER, start, "end", true FROM n.memset
     UNION ALL
-    SELECT device_id::INTEGER, stream_id::INTEGER, start, "end" FROM n.graph
+    SELECT device_id::INTEGER, stream_id::INTEGER, start, "end", true FROM n.graph
     UNION ALL
-    SELECT device_id, stream_id, start, "end" FROM memcpy_raw
+    SELECT device_id, stream_id, start, "end", false FROM memcpy_raw
 )
 SELECT w.* FROM w SEMI JOIN work_spans s ON w."end" >= s.lo AND w.start < s.hi;
