@@ -88,7 +88,8 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
     A call is *long* when its host-side duration (what the CPU thread lost) is at least
     --min-duration, and *blocking* when it is long and waited for the GPU: it returned only after
     its own GPU copy had started, or it lasted at least half of the GPU work queued ahead of it.
-
+    *GPU idle*: time during a long call when its device ran no kernel (what it cost the GPU; groups
+    rank by it). Per-step figures count copies made during steps only (--step-pattern).
     \b
       nsysh2d analyze run.sqlite
       nsysh2d analyze run.sqlite --by site --min-duration 1ms
