@@ -14,9 +14,8 @@ import click
 from . import __version__
 from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
 from .cli_check import check   # a command of its own module: cli.py stays small
-from .cli_kit import (FORMATS, Group, calls_option, direction_option, duration, emit, error_line, exit_code,
+from .cli_kit import (REPORT_FORMATS, Group, calls_option, direction_option, duration, emit, error_line, exit_code,
                       profile_options, report_options)
-from .errors import EXIT_BAD_INPUT, NsysH2DError
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -72,8 +71,8 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
 @main.command()
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @report_options
-@click.option("--top", default=10, show_default=True, type=click.IntRange(0, 1_000_000),
-              help="How many of the longest calls to list.")
+@click.option("--top", type=click.IntRange(0, 1_000_000),
+              help="How many of the longest calls to list.  [default: 10; html: 500, the timeline's marks]")
 @click.option("--by", type=click.Choice(GROUPS, case_sensitive=False), default="kind", show_default=True,
               help="Group by memory kind, call site, true source class, NVTX range or stream.")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: CPU count).")
@@ -105,6 +104,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
     from .present import analyze_output
     from .run import analyze_many
 
+    top = top if top is not None else 500 if fmt.lower() == "html" else 10
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=top, step_pattern=step_pattern,
                    calls=calls.lower())
     reps, errors = analyze_many(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache)
@@ -170,7 +170,8 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
               help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown"], case_sensitive=False), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"], case_sensitive=False),
+              default="table", show_default=True, help="html: the verdict as a page (redirect it to a file).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
@@ -254,7 +255,7 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
 # ----------------------------------------------------------------------------------------- threshold
 @main.command()
 @click.argument("sweep", type=click.Path(dir_okay=True))
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS, case_sensitive=False), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Also draw host time vs payload per variant (.png or .svg; needs matplotlib).")
@@ -275,10 +276,7 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
 
     result = threshold_report(sweep, nsys=nsys_path)
     if plot_path:
-        try:
-            plot(result.series, plot_path, title=sweep)
-        except ImportError:
-            raise NsysH2DError("--plot needs matplotlib: pip install 'nsysh2d[plot]'", EXIT_BAD_INPUT) from None
+        plot(result.series, plot_path, title=sweep)
         click.echo(f"wrote {plot_path}", err=True)   # stderr: stdout stays the report
     emit(threshold_output(fmt, result), output)
     return 0

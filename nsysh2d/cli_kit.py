@@ -11,6 +11,7 @@ from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
 
 FORMATS = ["table", "json", "csv", "markdown"]
+REPORT_FORMATS = FORMATS + ["html"]   # analyze, compare, threshold: a self-contained page (present/html.py)
 
 
 def error_line(message: str) -> str:
@@ -167,7 +168,8 @@ common_report_options = [
                  help="A call is long when its host-side duration is at least this (ns, us, ms)."),
     direction_option,
     calls_option,
-    click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True),
+    click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS, case_sensitive=False), default="table",
+                 show_default=True, help="html: one self-contained page with plots (use with -o FILE.html)."),
     click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout."),
     click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
                  help="Regular expression naming the NVTX ranges that mark one step (per-step figures)."),

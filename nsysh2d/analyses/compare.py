@@ -71,7 +71,19 @@ def compare(before_report, after_report) -> Comparison:
             rows.append(row)
         out[f"by_{g}"] = rows
     out["disappeared"], out["appeared"] = disappeared, appeared
+    # Per step ordinal (copies during steps): what the HTML page plots.
+    out["steps_series"] = {side: _step_series(rep) for side, rep in (("before", before), ("after", after))}
     return Comparison(out)
+
+
+def _step_series(rep: dict) -> list[dict]:
+    per: dict[int, dict] = {}
+    for r in rep.get("by_step") or []:
+        if r["step"] is not None:
+            s = per.setdefault(r["step"], {"step": r["step"], "blocking_ns": 0, "gpu_idle_ns": 0})
+            s["blocking_ns"] += r["blocking_ns"] or 0
+            s["gpu_idle_ns"] += r.get("gpu_idle_ns") or 0
+    return [per[k] for k in sorted(per)]
 
 
 def _meta(rep):

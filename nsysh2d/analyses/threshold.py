@@ -101,7 +101,11 @@ def thresholds(rows: pl.DataFrame) -> list[dict]:
 
 
 def plot(result: list[dict], path: str, title: str = "") -> None:
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        from ..errors import EXIT_BAD_INPUT, NsysH2DError
+        raise NsysH2DError("--plot needs matplotlib: pip install 'nsysh2d[plot]'", EXIT_BAD_INPUT) from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

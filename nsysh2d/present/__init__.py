@@ -10,6 +10,9 @@ def analyze_output(fmt: str, reports, errors, by: str, top: int, inputs: int) ->
         return document(reports=[r.to_json() for r in reports], **extra)
     if fmt == "csv":   # one table: the --by rows of every report, with its path
         return rows_csv([{"path": r.path, **row} for r in reports for row in r.group(by)])
+    if fmt == "html":
+        from .html import analyze_html
+        return analyze_html(reports, errors)
     from .sections import analyze_sections, combined_section, report_heading
 
     parts = [render_sections(fmt, analyze_sections(r, by, show_top=top > 0), report_heading(r)) for r in reports]
@@ -28,6 +31,9 @@ def compare_output(fmt: str, comparison, before: str, after: str) -> str:
         rows = [{"by": "totals", "key": "(all)", **doc["totals"]}]
         rows += [{"by": g, **row} for g in ("kind", "class", "site", "nvtx") for row in doc.get(f"by_{g}") or []]
         return rows_csv([{"before": before, "after": after, **row} for row in rows])
+    if fmt == "html":
+        from .html import compare_html
+        return compare_html(comparison, before, after)
     from .sections import compare_sections
 
     return render_sections(fmt, compare_sections(comparison), f"{before}  ->  {after}")
@@ -43,6 +49,9 @@ def threshold_output(fmt: str, result) -> str:
             rows += [{"path": result.path, **base, "bytes": b, "median_host_ns": ns}
                      for b, ns in zip(s["sizes"], s["median_host_ns"])]
         return rows_csv(rows)
+    if fmt == "html":
+        from .html import threshold_html
+        return threshold_html(result)
     from .sections import threshold_section
 
     return render_sections(fmt, [threshold_section(result.series)], result.path)
@@ -57,6 +66,9 @@ def gate_output(fmt: str, result) -> str:
     if fmt == "markdown":
         doc = result.to_json()
         return summary_markdown(doc["verdicts"], doc.get("errors", []))
+    if fmt == "html":
+        from .html import gate_html
+        return gate_html(result)
     return gate_text(result)
 
 
