@@ -13,9 +13,11 @@ import click
 
 from . import __version__
 from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
-from .cli_check import check   # a command of its own module: cli.py stays small
+from .cli_check import check   # commands of their own modules: cli.py stays small
+from .cli_tools import cache_clear, recipe_path
 from .cli_kit import (REPORT_FORMATS, Group, calls_option, direction_option, duration, emit, error_line, exit_code,
-                      profile_options, report_options)
+                      profile_options, report_options, scheduler_option)
+from .config import scheduler_setting
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -40,6 +42,8 @@ def main():
 
 
 main.add_command(check)
+main.add_command(cache_clear)
+main.add_command(recipe_path)
 
 
 # ----------------------------------------------------------------------------------------- profile
@@ -77,7 +81,8 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
               help="Group by memory kind, call site, true source class, NVTX range or stream.")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: CPU count).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache.")
-def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, top, by, jobs, no_cache):
+def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, top, by, jobs,
+            no_cache):
     """Report long-blocking async memcpy calls in nsys exports.
 
     REPORT is an nsys SQLite export (`nsys export --type sqlite`) or a .nsys-rep (exported with the
@@ -107,7 +112,8 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
     top = top if top is not None else 500 if fmt.lower() == "html" else 10
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=top, step_pattern=step_pattern,
                    calls=calls.lower())
-    reps, errors = analyze_many(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache)
+    reps, errors = analyze_many(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache,
+                                scheduler=scheduler_setting(scheduler))
     for _path, msg, _code_ in errors:
         click.echo(error_line(msg), err=True)
     if errors and not reps:  # nothing to show: the error lines say it all
@@ -122,7 +128,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
 @click.argument("after", type=click.Path(dir_okay=True))
 @report_options
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache.")
-def compare(before, after, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, no_cache):
+def compare(before, after, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, no_cache):
     """Compare two traces (before/after a fix): per memory kind, source class, call site and NVTX
     range, with deltas, per-step figures when both carry step ranges, and what disappeared or appeared.
 
@@ -133,12 +139,11 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
     from .analyses.compare import compare as do_compare
     from .analyses.options import Options
     from .present import compare_output
-    from .run import analyze_one
+    from .run import analyze_all
 
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=10, step_pattern=step_pattern,
                    calls=calls.lower())
-    rb = analyze_one(before, opts, nsys_path, not no_cache)
-    ra = analyze_one(after, opts, nsys_path, not no_cache)
+    rb, ra = analyze_all([before, after], opts, nsys_path, not no_cache, scheduler_setting(scheduler))
     emit(compare_output(fmt, do_compare(rb, ra), before, after), output)
     return 0
 
@@ -175,9 +180,10 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
+@scheduler_option
 @click.option("--no-cache", is_flag=True)
 @click.pass_context
-def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, no_cache, **given):
+def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, scheduler, no_cache, **given):
     """CI gate: exit 0 when the traces pass, 1 when a rule fails, 2 on bad input.
 
     \b
@@ -200,13 +206,14 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, no
     from .analyses.gate import GateSettings, run_gate
     from .config import gate_settings
     from .present import gate_files, gate_output
-    from .run import analyze_one
+    from .run import analyze_many
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
     given.update(kinds=tuple(given["kinds"]), direction=given["direction"].lower(), calls=given["calls"].lower())
     explicit = {k for k in given if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE}
     settings = GateSettings.resolve(given, explicit, conf, conf_path)
-    result = run_gate(reports, settings, lambda p, opts: analyze_one(p, opts, nsys_path, not no_cache))
+    result = run_gate(reports, settings, lambda ps, opts: analyze_many(
+        ps, opts, nsys=nsys_path, use_cache=not no_cache, scheduler=scheduler_setting(scheduler)))
     for _path, msg, _c in result.errors:
         click.echo(error_line(msg), err=True)
     annotations = gate_files(result, junit_path, summary_path, os.environ.get("GITHUB_ACTIONS") == "true")
@@ -230,8 +237,9 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, no
 @click.option("--accept", metavar="REASON", help="Why the findings stored are accepted (kept in the file and "
               "shown by the gate), e.g. 'model-init copies, tracked in #123'.")
 @click.option("--nsys", "nsys_path")
+@scheduler_option
 @click.option("--no-cache", is_flag=True)
-def baseline(report, output, min_duration, direction, calls, step_pattern, accept, nsys_path, no_cache):
+def baseline(report, output, min_duration, direction, calls, step_pattern, accept, nsys_path, scheduler, no_cache):
     """Store a trace's findings (per call site, NVTX range, kind, class; steps) for `gate --baseline`:
     the gate then fails only on findings that are new or grew beyond --tolerance.
 
@@ -242,10 +250,10 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
     from .analyses.baseline import baseline_from
     from .analyses.options import Options
     from .present import to_json
-    from .run import analyze_one, write_output
+    from .run import analyze_all, write_output
 
     opts = Options(min_ns=min_duration, direction=direction.lower(), step_pattern=step_pattern, calls=calls.lower())
-    rep = analyze_one(report, opts, nsys_path, not no_cache)
+    rep, = analyze_all([report], opts, nsys_path, not no_cache, scheduler_setting(scheduler))
     write_output(output, to_json(baseline_from(rep, accept)))
     sites = sum(1 for s in rep.groups["site"] if s["blocking_calls"])
     click.echo(f"wrote {output}: {rep.totals.blocking_calls} long-blocking copies at {sites} call site(s)")
@@ -279,17 +287,6 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
         plot(result.series, plot_path, title=sweep)
         click.echo(f"wrote {plot_path}", err=True)   # stderr: stdout stays the report
     emit(threshold_output(fmt, result), output)
-    return 0
-
-
-# ----------------------------------------------------------------------------------------- cache
-@main.command("cache-clear")
-def cache_clear():
-    """Delete what nsysh2d wrote in its cache (results, exports, copies); unmarked folders are not touched."""
-    from .run import cache_root, clear_cache
-
-    n = clear_cache()
-    click.echo(f"removed {n} cached file(s) from {cache_root()}")
     return 0
 
 

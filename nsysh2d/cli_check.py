@@ -38,3 +38,4 @@ def check(fail, fmt, output, devices, script):
     if code:
         raise NsysH2DError(f"{argv[0]} exited {code}", EXIT_WORKLOAD_FAILED)
     return 1 if fail and checker.flagged else 0
+

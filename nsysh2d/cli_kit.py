@@ -163,6 +163,12 @@ calls_option = click.option(
     help="Which copy APIs count: async (cudaMemcpyAsync, cuMemcpyHtoDAsync: should not block), sync (cudaMemcpy, "
          "cuMemcpyHtoD: block by definition) or all. The per-API table always shows both.")
 
+scheduler_option = click.option(
+    "--scheduler", envvar="NSYSH2D_SCHEDULER", metavar="ADDRESS",
+    help="Analyze the reports on a Dask cluster: its scheduler's address (tcp://host:8786; workers must have "
+         "nsysh2d installed and see the report paths) or 'local' for a LocalCluster here. Also "
+         "$NSYSH2D_SCHEDULER or `scheduler` in [tool.nsysh2d]. Needs pip install 'nsysh2d[dask]'.")
+
 common_report_options = [
     click.option("--min-duration", default="100us", show_default=True, callback=duration,
                  help="A call is long when its host-side duration is at least this (ns, us, ms)."),
@@ -174,6 +180,7 @@ common_report_options = [
     click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
                  help="Regular expression naming the NVTX ranges that mark one step (per-step figures)."),
     click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs."),
+    scheduler_option,
 ]
 
 

@@ -25,6 +25,24 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     return None
 
 
+def scheduler_setting(given: str | None) -> str | None:
+    """--scheduler (or $NSYSH2D_SCHEDULER, which click reads), else `scheduler` of [tool.nsysh2d] in the
+    nearest pyproject.toml, else None: the local process pool."""
+    if given:
+        return given
+    p = find_pyproject()
+    if p is None:
+        return None
+    try:
+        value = tomllib.loads(p.read_text(encoding="utf-8")).get("tool", {}).get("nsysh2d", {}).get("scheduler")
+    except (OSError, ValueError) as e:
+        raise BadInput(f"{p}: cannot read [tool.nsysh2d] ({e})") from None
+    if value is not None and (not isinstance(value, str) or not value):
+        raise BadInput(f"{p}: bad [tool.nsysh2d] scheduler = {value!r} (an address such as 'tcp://host:8786', "
+                       "or 'local')")
+    return value
+
+
 def gate_settings(path: Path | None = None) -> tuple[dict, Path | None]:
     p = path or find_pyproject()
     if p is None:

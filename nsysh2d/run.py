@@ -218,8 +218,9 @@ def _in_pool(paths, jobs, done, args) -> None:
 
 
 def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, nsys: str | None = None,
-                 use_cache: bool = True, progress: bool | None = None):
-    """Returns (Reports in input order, errors as (path, message, exit code))."""
+                 use_cache: bool = True, progress: bool | None = None, scheduler: str | None = None):
+    """Returns (Reports in input order, errors as (path, message, exit code)). scheduler: a Dask scheduler
+    address or `local` (cluster.py) instead of the local process pool."""
     from .analyses.options import REPORT_GROUPS
 
     groups = REPORT_GROUPS if groups is None else groups
@@ -247,7 +248,10 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
             bar.advance(task)
 
     try:
-        if jobs == 1:
+        if scheduler:
+            from .cluster import on_cluster
+            on_cluster(paths, scheduler, done, (opts, groups, nsys, use_cache), workers=jobs if jobs > 1 else None)
+        elif jobs == 1:
             for i, p in enumerate(paths):
                 done(i, lambda p=p: _one(p, opts, groups, nsys, use_cache))
         else:
@@ -260,8 +264,15 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
 
 def analyze_one(path: str, opts, nsys: str | None = None, use_cache: bool = True):
     """One Report; an error is raised as NsysH2DError."""
-    reps, errors = analyze_many([path], opts, jobs=1, nsys=nsys, use_cache=use_cache, progress=False)
+    return analyze_all([path], opts, nsys, use_cache)[0]
+
+
+def analyze_all(paths: list[str], opts, nsys: str | None = None, use_cache: bool = True,
+                scheduler: str | None = None) -> list:
+    """Reports of all paths, in order; the first error is raised as NsysH2DError."""
+    reps, errors = analyze_many(paths, opts, jobs=1 if not scheduler else None, nsys=nsys, use_cache=use_cache,
+                                progress=False, scheduler=scheduler)
     if errors:
         _p, msg, code = errors[0]
         raise NsysH2DError(msg, code)
-    return reps[0]
+    return reps

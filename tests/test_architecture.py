@@ -67,10 +67,10 @@ def test_typed_results_round_trip_through_json(cli):
     from nsysh2d.analyses.h2d_blocking import Report
     from nsysh2d.analyses.options import Options
     from nsysh2d.analyses.threshold import ThresholdResult, threshold_report
-    from nsysh2d.run import analyze_one
+    from nsysh2d.run import analyze_many, analyze_one
 
     rb, ra = analyze_one(str(BEFORE), Options()), analyze_one(str(AFTER), Options())
     for obj, cls in [(rb, Report), (compare(rb, ra), Comparison), (threshold_report(str(SWEEP)), ThresholdResult),
-                     (run_gate([str(BEFORE), "nope.sqlite"], GateSettings(), analyze_one), GateResult)]:
+                     (run_gate([str(BEFORE), "nope.sqlite"], GateSettings(), analyze_many), GateResult)]:
         doc = json.loads(json.dumps(obj.to_json(), default=str))
         assert cls.from_json(doc).to_json() == doc

@@ -18,3 +18,17 @@ def test_generator_and_harness_smoke(tmp_path):
     names = " | ".join(rows)
     assert "read floor" in names and "nsysh2d analyze (cold)" in names and "nsysh2d analyze (warm, cached)" in names
     assert all("exit" not in ln for ln in rows), r.stdout
+
+
+def test_scaling_benchmark_smoke():
+    """benchmarks/scaling.py on 4 reports: every engine gives the same JSON as the local pool."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks/scaling.py"), "--counts", "4"], capture_output=True,
+                       text=True, cwd=ROOT, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = [line for line in r.stdout.splitlines() if line.strip().startswith("4 ")]
+    assert len(rows) >= 2 and all(line.rstrip().endswith(("yes", "-")) for line in rows)

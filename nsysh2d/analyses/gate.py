@@ -233,17 +233,10 @@ class GateSettings:
                        calls=self.calls)
 
 
-def run_gate(reports, settings: GateSettings, analyze_one) -> GateResult:
-    """A verdict per report path; analyze_one(path, Options) -> Report."""
+def run_gate(reports, settings: GateSettings, analyze_many) -> GateResult:
+    """A verdict per report path; analyze_many(paths, Options) -> (Reports, errors as (path, message, code))."""
     from .baseline import read_baseline
 
     rules, base, opts = settings.rules(), read_baseline(settings.baseline), settings.options()
-    result = GateResult([])
-    for path in reports:
-        try:
-            rep = analyze_one(path, opts)
-        except NsysH2DError as e:   # judged as not passing; the others are still judged
-            result.errors.append((path, str(e), e.exit_code))
-            continue
-        result.verdicts.append(Verdict(rep.path, gate(rep.to_json(), rules, base)))
-    return result
+    reps, errors = analyze_many(list(reports), opts)   # a report that fails is judged as not passing
+    return GateResult([Verdict(rep.path, gate(rep.to_json(), rules, base)) for rep in reps], list(errors))

@@ -1,0 +1,99 @@
+"""Many reports on a Dask cluster (`--scheduler ADDRESS`, `local` for a LocalCluster): one task per report,
+the reduction on the client (run.analyze_many). Workers import this installed module and read the reports
+by path (shared storage): a report never travels as bytes, only its result (Report.to_json) comes back.
+
+A worker that dies is Dask's to retry (its tasks go to another worker, up to the scheduler's
+`allowed-failures`); a report whose task still fails is an `errors` entry; with no worker left for
+NO_WORKER_S seconds the run stops with an error instead of waiting forever.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
+
+NO_WORKER_S = float(os.environ.get("NSYSH2D_NO_WORKER_TIMEOUT", "60"))
+
+
+def task(path: str, opts, groups, nsys, use_cache) -> dict:
+    """Runs on a worker: the report's JSON, or its error (an NsysH2DError is a result, not a failure)."""
+    from .run import _one
+
+    try:
+        return {"report": _one(path, opts, groups, nsys, use_cache).to_json()}
+    except NsysH2DError as e:
+        return {"error": str(e), "exit_code": e.exit_code}
+
+
+def _distributed():
+    try:
+        import distributed
+    except ImportError:
+        raise NsysH2DError("--scheduler needs Dask: pip install 'nsysh2d[dask]'", EXIT_BAD_INPUT) from None
+    return distributed
+
+
+def connect(scheduler: str, workers: int | None = None):
+    """(client, cluster or None) for an address (tcp://host:8786, host:8786) or `local`."""
+    import logging
+
+    distributed = _distributed()
+    if scheduler == "local":
+        cluster = distributed.LocalCluster(n_workers=workers or min(os.cpu_count() or 1, 8), threads_per_worker=1,
+                                           processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+        return distributed.Client(cluster), cluster
+    try:
+        client = distributed.Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as e:
+        raise NsysH2DError(f"cannot reach the Dask scheduler at {scheduler!r} ({str(e).splitlines()[0]})",
+                           EXIT_BAD_INPUT) from None
+    return client, None
+
+
+def on_cluster(paths: list[str], scheduler: str, done, args, workers: int | None = None) -> None:
+    """Maps `task` over the reports; done(i, result) gets each as it finishes (result() returns the Report
+    or raises NsysH2DError)."""
+    from .analyses.h2d_blocking import Report
+
+    distributed = _distributed()
+    client, cluster = connect(scheduler, workers)
+    try:
+        futures = client.map(task, paths, *[[a] * len(paths) for a in args], pure=False, retries=2)
+        index = {f.key: i for i, f in enumerate(futures)}
+        pending, idle_since = set(futures), None
+        while pending:
+            try:
+                finished, pending = distributed.wait(list(pending), timeout=2, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                finished = set()
+            for f in finished:
+                done(index[f.key], lambda f=f: _result(f, paths[index[f.key]], Report))
+            if finished or client.scheduler_info().get("workers"):
+                idle_since = None
+            elif idle_since is None:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since > NO_WORKER_S:
+                for f in pending:
+                    done(index[f.key], lambda f=f: _no_worker(paths[index[f.key]]))
+                break
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def _result(future, path, Report):
+    try:
+        out = future.result()
+    except Exception as e:   # the task kept failing (a worker killed each time it ran it, ...)
+        raise NsysH2DError(f"{path}: analysis failed on the Dask cluster ({type(e).__name__}: "
+                           f"{str(e).splitlines()[0] if str(e) else ''})", EXIT_INTERNAL) from None
+    if "error" in out:
+        raise NsysH2DError(out["error"], out["exit_code"])
+    return Report.from_json(out["report"])
+
+
+def _no_worker(path):
+    raise NsysH2DError(f"{path}: not analyzed: the Dask cluster had no worker for {NO_WORKER_S:g} s",
+                       EXIT_INTERNAL)

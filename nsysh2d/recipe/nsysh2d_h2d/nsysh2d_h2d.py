@@ -1,0 +1,65 @@
+"""nsys recipe `nsysh2d_h2d`: nsysh2d's per-report analysis under nsys recipe's runner.
+
+    NSYS_RECIPE_PATH=$(nsysh2d recipe-path) nsys recipe nsysh2d_h2d --input a.sqlite b.nsys-rep [--mode ...]
+
+The mapped function is nsysh2d.cluster.task, from the installed package: the processes of --mode concurrent and
+the Dask workers of --mode dask-futures import it by name (they do not see this folder). Reports travel as paths.
+"""
+import glob
+import os
+
+from nsys_recipe.lib import recipe
+from nsys_recipe.lib.args import Option
+
+EXTENSIONS = (".sqlite", ".nsys-rep", ".qdrep")
+
+
+def expand(inputs):
+    """Files as given; folders: their reports, sorted."""
+    out = []
+    for item in inputs:
+        if os.path.isdir(item):
+            out += sorted(p for p in glob.glob(os.path.join(item, "*")) if p.endswith(EXTENSIONS))
+        else:
+            out.append(item)
+    return out
+
+
+class NsysH2D(recipe.Recipe):
+    def run(self, context):
+        super().run(context)
+        from nsysh2d.analyses.options import REPORT_GROUPS, Options
+        from nsysh2d.analyses.h2d_blocking import Report
+        from nsysh2d.cluster import task
+        from nsysh2d.present import analyze_output, document
+        from nsysh2d.units import parse_duration
+
+        args = self._parsed_args
+        paths = expand(args.input)
+        opts = Options(min_ns=parse_duration(args.min_duration), direction=args.direction, top=args.top)
+        results = context.wait(context.map(task, paths, opts=opts, groups=REPORT_GROUPS, nsys=None,
+                                           use_cache=not args.no_cache))
+        reports = [Report.from_json(r["report"]) for r in results if "report" in r]
+        errors = [(p, r["error"], r["exit_code"]) for p, r in zip(paths, results) if "error" in r]
+        extra = {"errors": [{"path": p, "error": m, "exit_code": c} for p, m, c in errors]} if errors else {}
+        with open(self.add_output_file("reports.json", "JSON"), "w", encoding="utf-8") as f:
+            f.write(document(reports=[r.to_json() for r in reports], **extra))
+        with open(self.add_output_file("report.txt", "Text"), "w", encoding="utf-8") as f:
+            f.write(analyze_output("table", reports, errors, "kind", args.top, len(paths)))
+            f.writelines(f"not analyzed: {m}\n" for _p, m, _c in errors)
+        self._analysis_dict.update({"InputFiles": paths, "Outputs": self._output_files,
+                                    "Reports": len(reports), "Errors": len(errors)})
+        self.create_analysis_file()
+
+    @classmethod
+    def get_argument_parser(cls):
+        parser = super().get_argument_parser()
+        parser.add_recipe_argument("--input", nargs="+", required=True,
+                                   help="nsys SQLite exports or .nsys-rep files, or folders of them.")
+        parser.add_recipe_argument(Option.OUTPUT)
+        parser.add_recipe_argument(Option.FORCE_OVERWRITE)
+        parser.add_recipe_argument("--min-duration", default="100us", help="A call is long from this host time on.")
+        parser.add_recipe_argument("--direction", default="h2d", choices=["h2d", "d2h", "all"])
+        parser.add_recipe_argument("--top", type=int, default=10, help="Longest calls listed per report.")
+        parser.add_recipe_argument("--no-cache", action="store_true", help="Neither read nor write nsysh2d's cache.")
+        return parser
