@@ -375,8 +375,11 @@ def test_ctrl_c_is_exit_130_one_line_and_no_output(tmp_path, slow_inputs, args):
     argv = [a.format(*slow_inputs, out=out) for a in args] + ["--no-cache"]
     before = [sha256(p) for p in slow_inputs]
     env = {**os.environ, "NSYSH2D_CACHE_DIR": str(tmp_path), "NSYSH2D_TIMING": "1"}
+    # SIGINT back to its default in the child: a shell runs background jobs (CI started with `&`) with SIGINT
+    # ignored, and Python keeps an ignored SIGINT ignored, as a program run in the background should.
     p = subprocess.Popen([shutil.which("nsysh2d"), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, start_new_session=True, env=env)
+                         text=True, start_new_session=True, env=env,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     first = p.stderr.readline()          # the first stage done: the work has begun (about a second per input)
     assert first.startswith("nsysh2d: "), first
     os.killpg(p.pid, signal.SIGINT)      # what a terminal's Ctrl-C does: the whole process group

@@ -177,9 +177,11 @@ def test_gate_rule_max_gpu_idle_per_step(cli, tmp_path):
 
 
 def test_groups_rank_by_gpu_idle(cli):
-    rep = report(cli, BEFORE)
-    keys = [(r["gpu_idle_ns"] // 100_000, r["long_ns"]) for r in rep["by_nvtx"]]
-    assert keys == sorted(keys, reverse=True)
+    for path in (BEFORE, H200 / "api-probe.sqlite"):
+        rep = report(cli, path)
+        for g in ("by_nvtx", "by_site", "by_class", "by_kind", "by_api"):
+            keys = [(r["gpu_idle_ns"] // 100_000, r["long_ns"]) for r in rep[g]]
+            assert keys == sorted(keys, reverse=True), (path.name, g)
 
 
 # ------------------------------------------------------------------ device to host (issue 15.3)

@@ -86,8 +86,8 @@ def api_section(rep: dict, note: str | None = None) -> Section:
     return Section("by copy API (synchronous and asynchronous)", [
         Column("api", "API"), Column("sync_s", "sync"), Column("calls", "calls", "int"),
         Column("long_calls", "long", "int"), Column("blocking_calls", "blocking", "int"),
-        Column("long_ns", "long time", "ns"), Column("p50_ns", "p50", "ns"), Column("max_ns", "max", "ns"),
-        Column("bytes", "bytes", "bytes")],
+        Column("long_ns", "long time", "ns"), Column("gpu_idle_ns", "GPU idle", "ns", drop=1),
+        Column("p50_ns", "p50", "ns", drop=3), Column("max_ns", "max", "ns"), Column("bytes", "bytes", "bytes", drop=2)],
         [{**r, "sync_s": "sync" if r["sync"] else "async"} for r in rep.get("by_api") or []],
         note=note or "sync copy APIs return only after the copy, so they always wait for the GPU work queued "
                      "ahead of them; --calls sync|all counts them in the figures above.")
