@@ -4,8 +4,9 @@
 Every command runs as a whole process, several times (median wall time, and the peak RSS of the
 process, from wait4); the page cache is warmed first with the raw read floor (`cat FILE`).
 Rows: the read floor, `nsysh2d analyze` cold (a fresh cache folder: first time the file is seen)
-and warm (again, served from the cache), `nsys analyze -r cuda_memcpy_async` and
-`nsys stats -r cuda_api_sum` (once per file: it is slow). Ratios are against `nsys analyze`.
+and warm (again, served from the cache), `nsys analyze -r cuda_memcpy_async`, `nsysh2d api-summary` and
+`nsys stats -r cuda_api_sum` (once per file: it is slow). Ratios are against `nsys analyze`; the api-summary
+line says how it compares with nsys stats, the report of the same figures.
 
 usage: harness.py [--scales 0.25,0.5,1] [--reps 3] [--work DIR] [--nsys PATH] [--no-stats] [FILE.sqlite ...]
 Files given are timed as they are; otherwise benchmarks/make_large.py makes one per scale in --work.
@@ -102,10 +103,16 @@ def main(argv=None) -> int:
                        setup=lambda: shutil.rmtree(cache, ignore_errors=True))
         rows.append(("nsysh2d analyze (cold)", *cold))
         rows.append(("nsysh2d analyze (warm, cached)", *measure(tool + ["analyze", path], args.reps, env=env)))
+        summary = measure(tool + ["api-summary", path, "--format", "csv", "-o", os.path.join(cache, "a.csv")],
+                          args.reps, env=env)
+        rows.append(("nsysh2d api-summary", *summary))
         if have_nsys and not args.no_stats:
-            rows.append(("nsys stats -r cuda_api_sum (1 run)",
-                         *measure([args.nsys, "stats", "-r", "cuda_api_sum", "-f", "csv", "-o", os.path.join(cache, "s"),
-                                   path], 1)))
+            stats = measure([args.nsys, "stats", "-r", "cuda_api_sum", "-f", "csv", "-o", os.path.join(cache, "s"),
+                             path], 1)
+            rows.append(("nsys stats -r cuda_api_sum (1 run)", *stats))
+            if stats[0] and summary[0]:
+                print(f"api-summary vs nsys stats -r cuda_api_sum on {os.path.basename(path)}: "
+                      f"{stats[0] / summary[0]:.1f}x faster")
         shutil.rmtree(cache, ignore_errors=True)
         for name, wall, mb, rc in rows:
             ratio = ""

@@ -14,6 +14,7 @@ import click
 from . import __version__
 from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
 from .cli_check import check   # commands of their own modules: cli.py stays small
+from .cli_summary import api_summary
 from .cli_tools import cache_clear, recipe_path
 from .cli_kit import (REPORT_FORMATS, Group, calls_option, direction_option, duration, emit, error_line, exit_code,
                       profile_options, report_options, scheduler_option)
@@ -42,6 +43,7 @@ def main():
 
 
 main.add_command(check)
+main.add_command(api_summary)
 main.add_command(cache_clear)
 main.add_command(recipe_path)
 

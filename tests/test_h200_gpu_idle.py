@@ -237,3 +237,34 @@ def test_d2h_destinations_classified_with_fixes_and_host_timer(cli):
     assert sum(r["calls"] for r in rep["by_class"]) == len(ref)
     table = cli("analyze", str(D2H), "--direction", "d2h", "--no-cache", env={"COLUMNS": "200"}).stdout
     assert "fix THPVariable_copy_ > at::native::copy_kernel_cuda [pageable]: the destination is pageable" in table
+
+
+def test_beyond_the_cap_gpu_idle_is_null_not_partial(cli):
+    """With more long calls than NSYSH2D_GPU_IDLE_MAX, only the listed calls get GPU idle: groups, totals and
+    per-step figures are null (not a partial sum), a warning says so, the gate rule cannot pass, compare shows
+    no delta. The listed calls keep their exact figure."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    code = ("import json, sys; from click.testing import CliRunner; from nsysh2d.cli import main\n"
+            "r = CliRunner().invoke(main, sys.argv[1:]); sys.stdout.write(r.stdout); sys.exit(r.exit_code)")
+    env = {**__import__("os").environ, "NSYSH2D_GPU_IDLE_MAX": "20"}
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-c", code, *map(str, args), "--no-cache"], capture_output=True,
+                              text=True, env=env, cwd=ROOT)
+
+    rep = json.loads(run("analyze", BEFORE, "--format", "json").stdout)["reports"][0]
+    t = rep["totals"]
+    assert t["long_calls"] > 20 and t["gpu_idle_ns"] is None and t["gpu_idle_ns_per_step"] is None
+    assert all(r["gpu_idle_ns"] is None for r in rep["by_site"] + rep["by_kind"])
+    assert any("NSYSH2D_GPU_IDLE_MAX=20" in w for w in rep["warnings"])
+    ref = {c["host_ns"]: c["gpu_idle_ns"] for c in sql_copies(BEFORE)[0]}
+    assert all(x["gpu_idle_ns"] == ref[x["host_ns"]] for x in rep["top"])
+    g = run("gate", BEFORE, "--max-long-calls", "1000", "--max-gpu-idle-per-step", "1s", "--format", "json")
+    rule = next(x for x in json.loads(g.stdout)["verdicts"][0]["rules"] if x["name"] == "max-gpu-idle-per-step")
+    assert g.returncode == 1 and not rule["passed"] and "NSYSH2D_GPU_IDLE_MAX" in rule["message"]
+    c = json.loads(run("compare", BEFORE, AFTER, "--format", "json").stdout)["compare"]["totals"]
+    assert c["gpu_idle_ns_before"] is None and c["gpu_idle_ns_delta"] is None

@@ -96,6 +96,8 @@ def _pair(rb: dict, ra: dict, sb, sa, keys=FIGURES) -> dict:
         vb, va = rb.get(k), ra.get(k)
         row[f"{k}_before"], row[f"{k}_after"] = vb, va
         row[f"{k}_delta"] = (va or 0) - (vb or 0) if (vb is not None or va is not None) else None
+        if k.startswith("gpu_idle") and rb and ra and None in (vb, va):
+            row[f"{k}_delta"] = None   # not computed on one side: no difference to show
     for k in PER_STEP:
         if k in keys:
             row[f"{k}_per_step_before"] = _per_step(rb, k, sb)

@@ -104,6 +104,10 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
             results.append(RuleResult(name, False, f"no NVTX step ranges matching {rep['steps']['pattern']!r}: cannot "
                                       "compute a per-step figure (use --step-pattern)"))
             continue
+        if any(r.get(key) is None for r in judged):
+            results.append(RuleResult(name, False, "GPU idle was not computed for every long copy (more than "
+                                      "NSYSH2D_GPU_IDLE_MAX long calls): raise it to judge this rule"))
+            continue
         per = sum(r.get(key) or 0 for r in judged) / steps
         why = [t for t in offenders if (t.get("gpu_idle_ns") or 0) > 0] if key == "gpu_idle_ns" else offenders
         results.append(RuleResult(name, per <= limit, f"{per / 1e6:.3f} ms {words_of} per step over {steps} steps; "

@@ -32,7 +32,8 @@ class Totals:
     long_ns: int
     blocking_ns: int
     bytes: int
-    gpu_idle_ns: int = 0                 # GPU idle during the long calls (no kernel on the copy's device)
+    gpu_idle_ns: int | None = 0          # GPU idle during the long calls (no kernel on the copy's device); None:
+                                         # not computed for all of them (model.GPU_IDLE_MAX)
     # Per step: copies during step ranges only, over the number of steps; None without step ranges.
     long_ns_per_step: float | None = None
     blocking_ns_per_step: float | None = None
@@ -44,7 +45,7 @@ class Totals:
     outside_steps_blocking_calls: int = 0
     outside_steps_long_ns: int = 0
     outside_steps_blocking_ns: int = 0
-    outside_steps_gpu_idle_ns: int = 0
+    outside_steps_gpu_idle_ns: int | None = 0
     # Calls of any direction whose kinds cannot be decoded: they cannot be judged (the gate fails).
     unclassified_calls: int = 0
     # Memcpy API calls without a GPU activity row: neither direction nor kinds are known; copy activity whose
@@ -64,11 +65,11 @@ class Totals:
     def of(cls, kind_rows: list[dict], steps: Steps, api_rows=(), anomalies: dict | None = None,
            step_rows=()) -> "Totals":
         an = anomalies or {}
-        sums = {k: int(sum(r[k] or 0 for r in kind_rows)) for k in TOTAL_KEYS}
+        sums = {k: _sum(kind_rows, k) for k in TOTAL_KEYS}
         split = {f"{side}_{k}": int(sum(r[k] or 0 for r in api_rows if bool(r["sync"]) == (side == "sync")))
                  for side in ("async", "sync") for k in ("calls", "long_calls", "long_ns")}
-        inside = {k: sum(r[k] or 0 for r in step_rows if r["step"] is not None) for k in STEP_KEYS}
-        outside = {f"outside_steps_{k}": int(sum(r[k] or 0 for r in step_rows if r["step"] is None)) for k in STEP_KEYS}
+        inside = {k: _sum([r for r in step_rows if r["step"] is not None], k) for k in STEP_KEYS}
+        outside = {f"outside_steps_{k}": _sum([r for r in step_rows if r["step"] is None], k) for k in STEP_KEYS}
         if not steps.steps:
             outside = {}
         per = {f"{k}_per_step": steps.per_step(inside[k]) for k in ("long_ns", "blocking_ns", "blocking_calls",
@@ -76,6 +77,13 @@ class Totals:
         return cls(**sums, **per, **outside,
                    unclassified_calls=an.get("unclassified", 0), calls_without_activity=an.get("no_activity", 0),
                    activity_without_call=an.get("orphans", 0), merged_calls=an.get("shared_correlation", 0), **split)
+
+
+def _sum(rows, key):
+    """GPU idle is NULL in a row where it is not known for every long call: then the sum is not known either."""
+    if key.startswith("gpu_idle") and any(r.get(key) is None for r in rows):
+        return None
+    return int(sum(r[key] or 0 for r in rows))
 
 
 @dataclass

@@ -2,6 +2,8 @@
 backlog behind it on demand. Built by the named steps of pipeline.py; analyses read `copies_x`."""
 from __future__ import annotations
 
+import os
+
 from ..source import Trace
 from . import pipeline
 
@@ -15,12 +17,17 @@ PYTHON_BACKTRACE_NOTE = (
     "are not inflated by it, but the traced program's own step times are")
 
 
+# Beyond this many long calls, GPU idle is computed only for the calls listed (model/backlog_probes.sql).
+GPU_IDLE_MAX = int(os.environ.get("NSYSH2D_GPU_IDLE_MAX", "5000"))
+
+
 class CopyModel:
     """The copy calls of one opened trace (view copies_x), and the anomalies found building them."""
 
     def __init__(self, trace: Trace):
         self.trace = trace
         self._backlog_asked: set = set()
+        self._idle_partial = False   # GPU idle left out for some long calls (GPU_IDLE_MAX): said once
         self.summaries: dict = {}   # analyses/summary.sql rows per (min_ns, direction, top): one pass serves all groupings
         pipeline.build(trace)
         self.warnings = list(trace.warnings)
@@ -48,10 +55,17 @@ class CopyModel:
         if (min_ns, direction, limit) in self._backlog_asked:
             return
         self._backlog_asked.add((min_ns, direction, limit))
-        params = {"min_ns": min_ns, "direction": direction, "limit": limit}
+        params = {"min_ns": min_ns, "direction": direction, "limit": limit, "all_max": GPU_IDLE_MAX}
         first, *rest = pipeline.BACKLOG
         pipeline.run_step(self.trace, first, params=params)
         n = self.trace.con.execute("SELECT count(*) FROM probes").fetchone()[0]
+        if min_ns and not self._idle_partial:
+            n_long = self.trace.rows("model/long_calls", {"min_ns": min_ns, "direction": direction})[0]["n"]
+            if n_long > GPU_IDLE_MAX:
+                self._idle_partial = True
+                self.warnings.append(f"GPU idle computed for the longest calls only ({n_long} long calls, more than "
+                                     f"NSYSH2D_GPU_IDLE_MAX={GPU_IDLE_MAX}): group and total GPU idle are null; "
+                                     "raise NSYSH2D_GPU_IDLE_MAX to compute them")
         if n:
             with pipeline.stage(f"backlog of {n} calls"):
                 for step in rest:

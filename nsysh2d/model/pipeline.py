@@ -65,7 +65,7 @@ BACKLOG: tuple[Step, ...] = (
     Step("backlog_probes", ("copies_x", "backlog"), ("probes",)),
     Step("probe_windows", ("probes",), ("work_windows", "work_spans")),
     Step("work", ("work_spans", "n.kernel", "n.memset", "n.graph", "memcpy_raw"), ("work",)),
-    Step("busy", ("work",), ("busy_spans",)),
+    Step("busy", ("work", "probes"), ("busy_spans",)),
     Step("backlog", ("probes", "work", "busy_spans"), ("backlog",)),
 )
 

@@ -94,3 +94,18 @@ def check_output(fmt: str, doc: dict) -> str:
     from .sections import check_section
 
     return render_sections(fmt, [check_section(doc)])
+
+
+def api_summary_output(fmt: str, docs: list[dict], errors) -> str:
+    if fmt == "json":
+        extra = {"errors": [{"path": p, "error": m, "exit_code": c} for p, m, c in errors]} if errors else {}
+        return document(api_summary=docs, **extra)
+    if fmt == "csv":
+        return rows_csv([{"path": d["path"], **r} for d in docs for r in d["rows"]])
+    cols = [Column("time_pct", "time %", "float"), Column("total_ns", "total", "ns"), Column("calls", "calls", "int"),
+            Column("avg_ns", "avg", "ns"), Column("median_ns", "median", "ns", drop=2),
+            Column("min_ns", "min", "ns", drop=3), Column("max_ns", "max", "ns"),
+            Column("stddev_ns", "stddev", "ns", drop=1), Column("name", "API function")]
+    return "\n".join(render_sections(fmt, [Section("CUDA API functions", cols, d["rows"], note="time %: share of "
+                                                   "the API time listed, not of the run's wall time")], d["path"])
+                     for d in docs)

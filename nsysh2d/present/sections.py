@@ -27,7 +27,7 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
     per_step = ""
     if t.get("blocking_ns_per_step") is not None:
         per_step = (f"; per step: {format_ns(t['blocking_ns_per_step'])} blocked, "
-                    f"{format_ns(t.get('gpu_idle_ns_per_step') or 0)} GPU idle")
+                    f"{format_ns(t.get('gpu_idle_ns_per_step'))} GPU idle")
     outside = ""
     if t.get("outside_steps_long_calls"):
         outside = (f" Outside steps (not per step): {t['outside_steps_long_calls']} long "
@@ -38,7 +38,7 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
             f"blocking = long and waited for the GPU (returned after its own GPU copy started, or lasted "
             f">= half the backlog queued ahead). "
             f"Total: {t['long_calls']} long ({format_ns(t['long_ns'])}), {t['blocking_calls']} blocking "
-            f"({format_ns(t['blocking_ns'])}); GPU idle during long calls {format_ns(t.get('gpu_idle_ns') or 0)}"
+            f"({format_ns(t['blocking_ns'])}); GPU idle during long calls {format_ns(t.get('gpu_idle_ns'))}"
             f"{per_step}.{outside}")
     other = {"async": "sync", "sync": "async"}.get(calls)
     if other and t.get(f"{other}_calls"):

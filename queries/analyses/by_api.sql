@@ -8,7 +8,8 @@ WITH a AS (
            count(*) FILTER (WHERE is_blocking(host_ns, $min_ns, waited_for_gpu)) AS blocking_calls,
            COALESCE(sum(host_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0)::BIGINT AS long_ns,
            COALESCE(sum(host_ns) FILTER (WHERE is_blocking(host_ns, $min_ns, waited_for_gpu)), 0)::BIGINT AS blocking_ns,
-           COALESCE(sum(gpu_idle_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0)::BIGINT AS gpu_idle_ns,
+           CASE WHEN count(*) FILTER (WHERE is_long(host_ns, $min_ns) AND gpu_idle_ns IS NULL AND device_id IS NOT NULL) = 0
+                THEN COALESCE(sum(gpu_idle_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0) END::BIGINT AS gpu_idle_ns,
            sum(host_ns)::BIGINT AS total_ns,
            quantile_disc(host_ns, 0.5) AS p50_ns,
            max(host_ns) AS max_ns,

@@ -10,7 +10,7 @@ WITH steps AS (
 ),
 c AS (
     SELECT x.global_pid, x.correlation_id, any_value(x.src_kind_name) AS src_kind, any_value(x.host_ns) AS host_ns,
-           any_value(x.gpu_idle_ns) AS gpu_idle_ns,
+           any_value(x.gpu_idle_ns) AS gpu_idle_ns, any_value(x.device_id) AS device_id,
            bool_or(x.waited_for_gpu) AS waited, min(s.step) AS step
     FROM copies_x x
     LEFT JOIN steps s ON s.global_pid = x.global_pid AND x.api_start >= s.start AND x.api_end <= s."end"
@@ -22,7 +22,8 @@ SELECT step, src_kind, count(*) AS calls,
        count(*) FILTER (WHERE is_blocking(host_ns, $min_ns, waited)) AS blocking_calls,
        COALESCE(sum(host_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0)::BIGINT AS long_ns,
        COALESCE(sum(host_ns) FILTER (WHERE is_blocking(host_ns, $min_ns, waited)), 0)::BIGINT AS blocking_ns,
-       COALESCE(sum(gpu_idle_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0)::BIGINT AS gpu_idle_ns
+       CASE WHEN count(*) FILTER (WHERE is_long(host_ns, $min_ns) AND gpu_idle_ns IS NULL AND device_id IS NOT NULL) = 0
+                THEN COALESCE(sum(gpu_idle_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0) END::BIGINT AS gpu_idle_ns
 FROM c
 GROUP BY step, src_kind
 ORDER BY step NULLS FIRST, src_kind;

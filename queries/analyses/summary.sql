@@ -5,7 +5,8 @@
 -- ENUM_CUDA_MEM_KIND), 'site' (call site signature), 'class' (true source class), 'nvtx' (innermost
 -- enclosing NVTX range) or 'stream'.
 -- long_calls, blocking_calls: the rules of model/rules.sql. gpu_idle_ns: GPU idle time during the
--- group's long calls (model/backlog.sql). Groups are ranked by it (in 0.1 ms steps: below that it is
+-- group's long calls (model/backlog.sql); NULL when it is not known for all of them (more long calls
+-- than model/backlog_probes.sql probes). Groups are ranked by it (in 0.1 ms steps: below that it is
 -- launch noise), then by host time in long calls.
 -- *_in_steps: the same figures over the calls made during a step range (by_step.sql's rule): what
 -- per-step figures are made of.
@@ -18,12 +19,13 @@ WITH steps AS (
 x AS (
     SELECT * FROM copies_x WHERE selected(direction, sync, $direction, $calls)
 ),
-in_step AS (
+in_step AS (   -- long calls only: the *_in_steps figures count no other
     SELECT DISTINCT x.global_pid, x.correlation_id
     FROM x JOIN steps s ON s.global_pid = x.global_pid AND x.api_start >= s.start AND x.api_end <= s."end"
+    WHERE is_long(x.host_ns, $min_ns)
 ),
 c AS (
-    SELECT host_ns, gpu_idle_ns, waited_for_gpu, bytes,
+    SELECT host_ns, gpu_idle_ns, device_id, waited_for_gpu, bytes,
            EXISTS (SELECT 1 FROM in_step i WHERE i.global_pid = x.global_pid AND i.correlation_id = x.correlation_id) AS in_step, fix, src_kind_name, dst_kind_name, source_class,
            COALESCE(site_origin, 'none') AS site_origin,
            COALESCE(site, '(no backtrace)') AS site_g,
@@ -42,7 +44,8 @@ g AS (
            count(*) FILTER (WHERE is_blocking(host_ns, $min_ns, waited_for_gpu)) AS blocking_calls,
            COALESCE(sum(host_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0)::BIGINT AS long_ns,
            COALESCE(sum(host_ns) FILTER (WHERE is_blocking(host_ns, $min_ns, waited_for_gpu)), 0)::BIGINT AS blocking_ns,
-           COALESCE(sum(gpu_idle_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0)::BIGINT AS gpu_idle_ns,
+           CASE WHEN count(*) FILTER (WHERE is_long(host_ns, $min_ns) AND gpu_idle_ns IS NULL AND device_id IS NOT NULL) = 0
+                THEN COALESCE(sum(gpu_idle_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0) END::BIGINT AS gpu_idle_ns,
            sum(host_ns)::BIGINT AS total_ns,
            quantile_disc(host_ns, [0.5, 0.99]) AS q,
            max(host_ns) AS max_ns,
@@ -51,7 +54,9 @@ g AS (
            count(*) FILTER (WHERE in_step AND is_blocking(host_ns, $min_ns, waited_for_gpu)) AS blocking_calls_in_steps,
            COALESCE(sum(host_ns) FILTER (WHERE in_step AND is_blocking(host_ns, $min_ns, waited_for_gpu)), 0)::BIGINT
                AS blocking_ns_in_steps,
-           COALESCE(sum(gpu_idle_ns) FILTER (WHERE in_step AND is_long(host_ns, $min_ns)), 0)::BIGINT AS gpu_idle_ns_in_steps,
+           CASE WHEN count(*) FILTER (WHERE is_long(host_ns, $min_ns) AND gpu_idle_ns IS NULL AND device_id IS NOT NULL) = 0
+                THEN COALESCE(sum(gpu_idle_ns) FILTER (WHERE in_step AND is_long(host_ns, $min_ns)), 0) END::BIGINT
+               AS gpu_idle_ns_in_steps,
            string_agg(DISTINCT src_kind_name, ',' ORDER BY src_kind_name) AS src_kinds,
            arg_max(fix, host_ns) AS fix,
            string_agg(DISTINCT site_origin, ',' ORDER BY site_origin) AS site_origins
