@@ -281,12 +281,13 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
       nsysh2d profile --no-variants --sample none --cudabacktrace none workloads/h2d_sweep.py
       nsysh2d threshold nsysh2d-out/h2d_sweep.sqlite --plot threshold.png
     """
-    from .analyses.threshold import plot, threshold_report
+    from .analyses.threshold import threshold_report
     from .present import threshold_output
+    from .present.plots import save_threshold_plot
 
     result = threshold_report(sweep, nsys=nsys_path)
     if plot_path:
-        plot(result.series, plot_path, title=sweep)
+        save_threshold_plot(result.series, plot_path, title=sweep)
         click.echo(f"wrote {plot_path}", err=True)   # stderr: stdout stays the report
     emit(threshold_output(fmt, result), output)
     return 0

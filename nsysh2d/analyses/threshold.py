@@ -98,34 +98,3 @@ def thresholds(rows: pl.DataFrame) -> list[dict]:
                 if waited_rows.height else None),
         })
     return out
-
-
-def plot(result: list[dict], path: str, title: str = "") -> None:
-    try:
-        import matplotlib
-    except ImportError:
-        from ..errors import EXIT_BAD_INPUT, NsysH2DError
-        raise NsysH2DError("--plot needs matplotlib: pip install 'nsysh2d[plot]'", EXIT_BAD_INPUT) from None
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    series = sorted({(r["backlog_us"], r["inflight"]) for r in result})
-    fig, axes = plt.subplots(1, len(series), figsize=(4.2 * len(series), 3.8), sharey=True, squeeze=False)
-    for ax, (backlog, inflight) in zip(axes[0], series):
-        for r in result:
-            if (r["backlog_us"], r["inflight"]) != (backlog, inflight):
-                continue
-            ax.plot(r["sizes"], [h / 1e6 for h in r["median_host_ns"]], marker="o", ms=3, label=r["variant"])
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_title(f"backlog {backlog / 1000:g} ms, {inflight} in flight", fontsize=9)
-        ax.set_xlabel("payload per copy (bytes)")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0][0].set_ylabel("host time per call (ms, median)")
-    axes[0][-1].legend(fontsize=7)
-    if title:
-        fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)

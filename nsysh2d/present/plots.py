@@ -15,17 +15,18 @@ CLASS_COLORS = {"pageable": "#d62728", "pinned_strided": "#ff7f0e", "pinned": "#
                 "device": "#1f77b4", "unknown": "#7f7f7f"}
 
 
-def _plt():
+def _plt(what: str = "--format html", svg: bool = True):
     try:
         import matplotlib
     except ImportError:
         from ..errors import BadInput
-        raise BadInput("--format html needs matplotlib: pip install 'nsysh2d[plot]'") from None
+        raise BadInput(f"{what} needs matplotlib: pip install 'nsysh2d[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "nsysh2d", "font.size": 8})
+    if svg:
+        plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "nsysh2d", "font.size": 8})
     return plt
 
 
@@ -157,13 +158,12 @@ def steps_plot(series: dict[str, list[dict]], title: str) -> str:
     return _svg(fig, marks)
 
 
-def threshold_plot(series: list[dict]) -> str:
-    """Host time vs payload per variant, one panel per (backlog, in flight), the threshold marked."""
-    plt = _plt()
+def threshold_figure(plt, series: list[dict], panel=(3.4, 3.2), marks: dict | None = None, title: str = ""):
+    """Host time vs payload per variant, one panel per (backlog, in flight). With `marks` (the HTML page):
+    the threshold dashed and each line's points recorded there for tagging."""
     panels = sorted({(r["backlog_us"], r["inflight"]) for r in series})
-    fig, axes = plt.subplots(1, max(len(panels), 1), figsize=(3.4 * max(len(panels), 1), 3.2), sharey=True,
-                             squeeze=False)
-    marks = {}
+    n = max(len(panels), 1)
+    fig, axes = plt.subplots(1, n, figsize=(panel[0] * n, panel[1]), sharey=True, squeeze=False)
     for ax, (backlog, inflight) in zip(axes[0], panels):
         for r in series:
             if (r["backlog_us"], r["inflight"]) != (backlog, inflight):
@@ -171,6 +171,8 @@ def threshold_plot(series: list[dict]) -> str:
             gid = f"sizes-{r['variant']}-{backlog}-{inflight}"
             line, = ax.plot(r["sizes"], [h / 1e6 for h in r["median_host_ns"]], marker="o", ms=3, label=r["variant"],
                             gid=gid)
+            if marks is None:
+                continue
             marks[gid] = [{"title": f"{r['variant']}: {format_bytes(b)}: {format_ns(h)} (median)", "bytes": b,
                            "host-ns": h} for b, h in zip(r["sizes"], r["median_host_ns"])]
             if r["threshold_bytes"]:
@@ -178,13 +180,29 @@ def threshold_plot(series: list[dict]) -> str:
                            gid=f"threshold-{r['variant']}-{backlog}-{inflight}")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
-        ax.set_title(f"backlog {backlog / 1000:g} ms, {inflight} in flight")
+        ax.set_title(f"backlog {backlog / 1000:g} ms, {inflight} in flight", fontsize=9)
         ax.set_xlabel("payload per copy (bytes)")
         ax.grid(True, which="both", alpha=0.3)
     axes[0][0].set_ylabel("host time per call (ms, median)")
     axes[0][-1].legend(fontsize=7)
+    if title:
+        fig.suptitle(title, fontsize=9)
     fig.tight_layout()
-    return _svg(fig, marks)
+    return fig
+
+
+def threshold_plot(series: list[dict]) -> str:
+    """The threshold figure of the HTML page, as tagged SVG."""
+    marks: dict = {}
+    return _svg(threshold_figure(_plt(), series, marks=marks), marks)
+
+
+def save_threshold_plot(series: list[dict], path: str, title: str = "") -> None:
+    """`threshold --plot FILE` (.png or .svg, by its suffix)."""
+    plt = _plt("--plot", svg=False)
+    fig = threshold_figure(plt, series, panel=(4.2, 3.8), title=title)
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def _short(s: str, n: int = 48) -> str:
