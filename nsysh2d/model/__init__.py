@@ -58,14 +58,12 @@ class CopyModel:
         params = {"min_ns": min_ns, "direction": direction, "limit": limit, "all_max": GPU_IDLE_MAX}
         first, *rest = pipeline.BACKLOG
         pipeline.run_step(self.trace, first, params=params)
-        n = self.trace.con.execute("SELECT count(*) FROM probes").fetchone()[0]
-        if min_ns and not self._idle_partial:
-            n_long = self.trace.rows("model/long_calls", {"min_ns": min_ns, "direction": direction})[0]["n"]
-            if n_long > GPU_IDLE_MAX:
-                self._idle_partial = True
-                self.warnings.append(f"GPU idle computed for the longest calls only ({n_long} long calls, more than "
-                                     f"NSYSH2D_GPU_IDLE_MAX={GPU_IDLE_MAX}): group and total GPU idle are null; "
-                                     "raise NSYSH2D_GPU_IDLE_MAX to compute them")
+        n, n_long = self.trace.con.execute("SELECT count(*), COALESCE(max(n_long), 0) FROM probes").fetchone()
+        if min_ns and not self._idle_partial and n_long > GPU_IDLE_MAX:
+            self._idle_partial = True
+            self.warnings.append(f"GPU idle computed for the longest calls only ({n_long} long calls, more than "
+                                 f"NSYSH2D_GPU_IDLE_MAX={GPU_IDLE_MAX}): group and total GPU idle are null; "
+                                 "raise NSYSH2D_GPU_IDLE_MAX to compute them")
         if n:
             with pipeline.stage(f"backlog of {n} calls"):
                 for step in rest:

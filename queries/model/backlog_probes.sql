@@ -5,9 +5,10 @@
 -- would cost more than the rest of the analysis), only the calls whose flag or row needs the backlog: a
 -- long call that returned before its GPU copy started (the backlog decides whether it waited for the
 -- GPU, see copies_x.sql) and the $limit longest (top.sql); the groups' GPU idle is then unknown (NULL).
+-- n_long: how many long calls of the direction there are (the model warns beyond $all_max).
 -- $min_ns = 0 and $limit = NULL ask for every call.
 CREATE OR REPLACE TEMP TABLE probes AS
-SELECT global_pid, correlation_id, api_start, api_end, gpu_start, device_id, stream_id
+SELECT global_pid, correlation_id, api_start, api_end, gpu_start, device_id, stream_id, n_long
 FROM (
     SELECT *, row_number() OVER (PARTITION BY sync ORDER BY host_ns DESC, api_start) AS rn, count(*) OVER () AS n_long
     FROM copies_x
