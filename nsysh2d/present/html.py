@@ -104,7 +104,7 @@ def compare_html(comparison, before: str, after: str) -> str:
     body = [f'<p>before: <code>{esc(before)}</code> ({doc["before"]["steps"]} steps), after: <code>{esc(after)}</code>'
             f' ({doc["after"]["steps"]} steps)</p>']
     totals = compare_sections(comparison)[0]
-    body.append(table(totals.columns, [{**r, "delta_s": r["delta_s"]} for r in totals.rows], "totals"))
+    body.append(table(totals.columns, totals.rows, "totals"))
     series = doc.get("steps_series") or {}
     if any(series.values()):
         body.append(figure(plots.steps_plot(series, "host time blocked per step"), "steps", "per step, before and after"))
