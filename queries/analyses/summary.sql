@@ -13,60 +13,147 @@
 -- fix: the fix of the group's longest call. site_origins: where its call sites come from (python, native:
 -- CUDA backtrace frames, none: no backtrace), comma-separated: a baseline matches sites only between
 -- captures whose sites come from the same place.
+-- Narrow on purpose: the per-call rows carry integer ids of their labels only (a label is one of a few
+-- distinct values, but a string per call is ~200 bytes: 2 M calls would not fit DuckDB's memory
+-- limit), and the labels join onto the few result rows.
 WITH steps AS (
     SELECT global_pid_of(global_tid) AS global_pid, start, "end" FROM nvtx_ranges WHERE regexp_matches(name, $pattern)
 ),
-x AS (
-    SELECT * FROM copies_x WHERE selected(direction, sync, $direction, $calls)
+-- Not materialized: DuckDB would otherwise hold all of x (read twice below) at once.
+x AS NOT MATERIALIZED (
+    SELECT global_pid, correlation_id, api_start, api_end, host_ns, gpu_idle_ns, device_id, waited_for_gpu, bytes,
+           kind_g, src_g, site_g, class_g, fix_g, nvtx_g, stream_id,
+           CASE site_origin WHEN 'native' THEN 1 WHEN 'python' THEN 2 ELSE 4 END AS origin_bit
+    FROM copies_x WHERE selected(direction, sync, $direction, $calls)
 ),
-in_step AS (   -- long calls only: the *_in_steps figures count no other
+in_step AS MATERIALIZED (   -- long calls only: the *_in_steps figures count no other
     SELECT DISTINCT x.global_pid, x.correlation_id
     FROM x JOIN steps s ON s.global_pid = x.global_pid AND x.api_start >= s.start AND x.api_end <= s."end"
     WHERE is_long(x.host_ns, $min_ns)
 ),
 c AS (
-    SELECT host_ns, gpu_idle_ns, device_id, waited_for_gpu, bytes,
-           EXISTS (SELECT 1 FROM in_step i WHERE i.global_pid = x.global_pid AND i.correlation_id = x.correlation_id) AS in_step, fix, src_kind_name, dst_kind_name, source_class,
-           COALESCE(site_origin, 'none') AS site_origin,
-           COALESCE(site, '(no backtrace)') AS site_g,
-           COALESCE(nvtx_range, '(no NVTX range)') AS nvtx_g,
-           'stream ' || stream_id::VARCHAR AS stream_g
+    SELECT x.*, i.correlation_id IS NOT NULL AS in_step
     FROM x
+    -- A join, not EXISTS: each FILTER that reads in_step would repeat the subquery.
+    LEFT JOIN in_step i ON i.global_pid = x.global_pid AND i.correlation_id = x.correlation_id
 ),
-g AS (
-    SELECT CASE WHEN grouping(src_kind_name) = 0 THEN 'kind' WHEN grouping(site_g) = 0 THEN 'site'
-                WHEN grouping(source_class) = 0 THEN 'class' WHEN grouping(nvtx_g) = 0 THEN 'nvtx'
-                ELSE 'stream' END AS "by",
-           src_kind_name, dst_kind_name,
-           COALESCE(src_kind_name || ' -> ' || dst_kind_name, site_g, source_class, nvtx_g, stream_g) AS "group",
+-- Additive figures per combination of labels first (few rows), then per grouping from those.
+fine AS (
+    SELECT kind_g, src_g, site_g, class_g, nvtx_g, stream_id, origin_bit,
            count(*) AS calls,
            count(*) FILTER (WHERE is_long(host_ns, $min_ns)) AS long_calls,
            count(*) FILTER (WHERE is_blocking(host_ns, $min_ns, waited_for_gpu)) AS blocking_calls,
-           COALESCE(sum(host_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0)::BIGINT AS long_ns,
-           COALESCE(sum(host_ns) FILTER (WHERE is_blocking(host_ns, $min_ns, waited_for_gpu)), 0)::BIGINT AS blocking_ns,
-           CASE WHEN count(*) FILTER (WHERE is_long(host_ns, $min_ns) AND gpu_idle_ns IS NULL AND device_id IS NOT NULL) = 0
-                THEN COALESCE(sum(gpu_idle_ns) FILTER (WHERE is_long(host_ns, $min_ns)), 0) END::BIGINT AS gpu_idle_ns,
-           sum(host_ns)::BIGINT AS total_ns,
-           quantile_disc(host_ns, [0.5, 0.99]) AS q,
+           sum(host_ns) FILTER (WHERE is_long(host_ns, $min_ns)) AS long_ns,
+           sum(host_ns) FILTER (WHERE is_blocking(host_ns, $min_ns, waited_for_gpu)) AS blocking_ns,
+           count(*) FILTER (WHERE is_long(host_ns, $min_ns) AND gpu_idle_ns IS NULL AND device_id IS NOT NULL) AS idle_unknown,
+           sum(gpu_idle_ns) FILTER (WHERE is_long(host_ns, $min_ns)) AS gpu_idle_ns,
+           sum(host_ns) AS total_ns,
            max(host_ns) AS max_ns,
-           sum(bytes)::BIGINT AS bytes,
-           COALESCE(sum(host_ns) FILTER (WHERE in_step AND is_long(host_ns, $min_ns)), 0)::BIGINT AS long_ns_in_steps,
+           -- the longest call's fix; among equally long calls, the last fix by name: every run picks the same
+           max(struct_pack(ns := host_ns, fix := fix_g)) AS longest,
+           sum(bytes) AS bytes,
+           sum(host_ns) FILTER (WHERE in_step AND is_long(host_ns, $min_ns)) AS long_ns_in_steps,
            count(*) FILTER (WHERE in_step AND is_blocking(host_ns, $min_ns, waited_for_gpu)) AS blocking_calls_in_steps,
-           COALESCE(sum(host_ns) FILTER (WHERE in_step AND is_blocking(host_ns, $min_ns, waited_for_gpu)), 0)::BIGINT
-               AS blocking_ns_in_steps,
-           CASE WHEN count(*) FILTER (WHERE is_long(host_ns, $min_ns) AND gpu_idle_ns IS NULL AND device_id IS NOT NULL) = 0
-                THEN COALESCE(sum(gpu_idle_ns) FILTER (WHERE in_step AND is_long(host_ns, $min_ns)), 0) END::BIGINT
-               AS gpu_idle_ns_in_steps,
-           string_agg(DISTINCT src_kind_name, ',' ORDER BY src_kind_name) AS src_kinds,
-           arg_max(fix, host_ns) AS fix,
-           string_agg(DISTINCT site_origin, ',' ORDER BY site_origin) AS site_origins
+           sum(host_ns) FILTER (WHERE in_step AND is_blocking(host_ns, $min_ns, waited_for_gpu)) AS blocking_ns_in_steps,
+           sum(gpu_idle_ns) FILTER (WHERE in_step AND is_long(host_ns, $min_ns)) AS gpu_idle_ns_in_steps
     FROM c
-    GROUP BY GROUPING SETS ((src_kind_name, dst_kind_name), (site_g), (source_class), (nvtx_g), (stream_g))
+    GROUP BY ALL
+),
+g AS MATERIALIZED (
+    SELECT CASE WHEN grouping(kind_g) = 0 THEN 'kind' WHEN grouping(site_g) = 0 THEN 'site'
+                WHEN grouping(class_g) = 0 THEN 'class' WHEN grouping(nvtx_g) = 0 THEN 'nvtx'
+                ELSE 'stream' END AS "by",
+           COALESCE(kind_g, site_g, class_g, nvtx_g, stream_id) AS key,
+           kind_g, site_g, class_g, nvtx_g, stream_id,
+           sum(calls)::BIGINT AS calls,
+           sum(long_calls)::BIGINT AS long_calls,
+           sum(blocking_calls)::BIGINT AS blocking_calls,
+           COALESCE(sum(long_ns), 0)::BIGINT AS long_ns,
+           COALESCE(sum(blocking_ns), 0)::BIGINT AS blocking_ns,
+           CASE WHEN sum(idle_unknown) = 0 THEN COALESCE(sum(gpu_idle_ns), 0) END::BIGINT AS gpu_idle_ns,
+           sum(total_ns)::BIGINT AS total_ns,
+           max(max_ns) AS max_ns,
+           sum(bytes)::BIGINT AS bytes,
+           COALESCE(sum(long_ns_in_steps), 0)::BIGINT AS long_ns_in_steps,
+           sum(blocking_calls_in_steps)::BIGINT AS blocking_calls_in_steps,
+           COALESCE(sum(blocking_ns_in_steps), 0)::BIGINT AS blocking_ns_in_steps,
+           CASE WHEN sum(idle_unknown) = 0 THEN COALESCE(sum(gpu_idle_ns_in_steps), 0) END::BIGINT AS gpu_idle_ns_in_steps,
+           list(DISTINCT src_g) AS src_gs,
+           max(longest).fix AS fix_g,
+           bit_or(origin_bit) AS origin_bits
+    FROM fine
+    GROUP BY GROUPING SETS ((kind_g), (site_g), (class_g), (nvtx_g), (stream_id))
+),
+-- Percentiles, exactly as quantile_disc (the smallest value whose cumulative share reaches q: rank
+-- ceil(n * q)), without holding every call's value at once (a DuckDB quantile keeps them all in memory:
+-- 2 M calls in five groupings do not fit): count the calls of each group per 65 us bucket, find the
+-- bucket that holds each rank, then count the distinct values of those buckets only.
+xu AS NOT MATERIALIZED (
+    SELECT u."by", CASE u."by" WHEN 'kind' THEN kind_g WHEN 'site' THEN site_g WHEN 'class' THEN class_g
+                               WHEN 'nvtx' THEN nvtx_g ELSE stream_id END AS key,
+           host_ns, host_ns >> 16 AS b
+    FROM x CROSS JOIN (VALUES ('kind'), ('site'), ('class'), ('nvtx'), ('stream')) u("by")
+    WHERE host_ns IS NOT NULL
+),
+hist AS MATERIALIZED (
+    SELECT "by", key, b, count(*) AS n FROM xu GROUP BY ALL
+),
+cum AS (
+    SELECT *, sum(n) OVER (PARTITION BY "by", key ORDER BY b ROWS UNBOUNDED PRECEDING) AS upto,
+           sum(n) OVER (PARTITION BY "by", key) AS total
+    FROM hist
+),
+want AS (
+    SELECT c."by", c.key, p.i, c.b, greatest(1, ceil(c.total * p.q)) - (c.upto - c.n) AS r
+    FROM cum c JOIN (VALUES (1, 0.5), (2, 0.99)) p(i, q)
+      ON greatest(1, ceil(c.total * p.q)) > c.upto - c.n AND greatest(1, ceil(c.total * p.q)) <= c.upto
+),
+vals AS (
+    SELECT xu."by", xu.key, xu.b, xu.host_ns, count(*) AS n
+    FROM xu SEMI JOIN want w ON w."by" = xu."by" AND w.key IS NOT DISTINCT FROM xu.key AND w.b = xu.b
+    GROUP BY ALL
+),
+vcum AS (
+    SELECT *, sum(n) OVER (PARTITION BY "by", key, b ORDER BY host_ns ROWS UNBOUNDED PRECEDING) AS upto FROM vals
+),
+picked AS (
+    SELECT w."by", w.key, w.i, min(v.host_ns) AS value
+    FROM want w JOIN vcum v ON v."by" = w."by" AND v.key IS NOT DISTINCT FROM w.key AND v.b = w.b AND v.upto >= w.r
+    GROUP BY ALL
+),
+q AS MATERIALIZED (
+    SELECT "by", key, [max(value) FILTER (WHERE i = 1), max(value) FILTER (WHERE i = 2)] AS q FROM picked GROUP BY ALL
+),
+-- Back from ids to labels, on the result rows only.
+kind_names AS (SELECT DISTINCT kind_g, src_kind_name, dst_kind_name FROM kind_labels),
+src_names AS (SELECT DISTINCT src_g, src_kind_name FROM kind_labels),
+site_names AS (SELECT DISTINCT site_g, COALESCE(site, '(no backtrace)') AS site_label FROM attrib
+               UNION SELECT 0, '(no backtrace)'),
+class_names AS (SELECT DISTINCT class_g, source_class FROM attrib),
+fix_names AS (SELECT DISTINCT fix_g, fix FROM attrib),
+nvtx_names AS (SELECT DISTINCT name_g AS nvtx_g, COALESCE(name, '(no NVTX range)') AS label FROM nvtx_tree
+               UNION SELECT 0, '(no NVTX range)'),
+origins AS (SELECT * FROM (VALUES (1, 'native'), (2, 'python'), (4, 'none')) o(bit, name)),
+named AS (
+    SELECT g.*, q.q, kn.src_kind_name, kn.dst_kind_name,
+           COALESCE(kn.src_kind_name || ' -> ' || kn.dst_kind_name, sn.site_label, cn.source_class, nn.label,
+                    'stream ' || g.stream_id::VARCHAR) AS "group",
+           (SELECT string_agg(s.src_kind_name, ',' ORDER BY s.src_kind_name) FROM src_names s
+             WHERE list_contains(g.src_gs, s.src_g)) AS src_kinds,
+           fn.fix,
+           (SELECT string_agg(o.name, ',' ORDER BY o.name) FROM origins o WHERE g.origin_bits & o.bit <> 0) AS site_origins
+    FROM g
+    LEFT JOIN q ON q."by" = g."by" AND q.key IS NOT DISTINCT FROM g.key
+    LEFT JOIN kind_names kn ON g."by" = 'kind' AND kn.kind_g = g.kind_g
+    LEFT JOIN site_names sn ON g."by" = 'site' AND sn.site_g = g.site_g
+    LEFT JOIN class_names cn ON g."by" = 'class' AND cn.class_g = g.class_g
+    LEFT JOIN nvtx_names nn ON g."by" = 'nvtx' AND nn.nvtx_g = g.nvtx_g
+    LEFT JOIN fix_names fn ON fn.fix_g = g.fix_g
 )
 SELECT "by", CASE WHEN "by" = 'kind' THEN src_kind_name END AS src_kind,
        CASE WHEN "by" = 'kind' THEN dst_kind_name END AS dst_kind, "group",
        calls, long_calls, blocking_calls, long_ns, blocking_ns, gpu_idle_ns, total_ns,
        q[1] AS p50_ns, q[2] AS p99_ns, max_ns, bytes, long_ns_in_steps, blocking_calls_in_steps,
        blocking_ns_in_steps, gpu_idle_ns_in_steps, src_kinds, fix, site_origins
-FROM g
+FROM named
 ORDER BY "by", gpu_idle_ns // 100000 DESC, long_ns DESC, calls DESC, "group";

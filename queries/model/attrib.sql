@@ -46,29 +46,37 @@ k AS (
              WHEN src IN ('Pageable', 'Pinned') THEN lower(src)
              ELSE 'unknown' END AS source_class
     FROM c
+),
+a AS (
+    SELECT k.callchain_id, k.py_site_id, k.kind_id,
+           COALESCE(k.py_site, k.native_site) AS site,
+           k.site_line,
+           CASE WHEN k.py_site IS NOT NULL THEN 'python' WHEN k.native_site IS NOT NULL THEN 'native' END AS site_origin,
+           k.source_class,
+           CASE WHEN k.source_class = 'pinned_strided'
+                    THEN k.side || 'Kind=Pageable and at::native::copy_kernel_cuda x' || k.copy_kernels ||
+                         ' on the native stack: a strided ' || CASE k.side WHEN 'dst' THEN 'destination' ELSE 'source' END
+                         || ' copied through a pageable contiguous temporary'
+                WHEN k.source_class = 'pageable' AND NOT k.has_native
+                    THEN k.side || 'Kind=Pageable (no native stack: a strided pinned view cannot be ruled out)'
+                WHEN k.source_class = 'pageable'
+                    THEN k.side || 'Kind=Pageable, at::native::copy_kernel_cuda x' || COALESCE(k.copy_kernels, 0) ||
+                         ' on the native stack (direct copy)'
+                ELSE 'srcKind=' || COALESCE(k.src, 'missing') || ', dstKind=' || COALESCE(k.dst, 'missing') END AS evidence,
+           f.fix || CASE
+               -- Where to look is half the fix: say how to get it where the trace has no file:line.
+               WHEN k.source_class IN ('pinned', 'device', 'unknown') OR k.py_site IS NOT NULL THEN ''
+               WHEN (SELECT name FROM framework) = 'torch'
+                   THEN '; for its Python file:line, capture with `nsysh2d profile --python-backtrace`'
+               WHEN k.native_site IS NULL THEN '; for its call site, capture with nsys --cudabacktrace=memory'
+               ELSE '' END AS fix
+    FROM k
+    LEFT JOIN fixes f ON f.source_class = k.source_class AND f.framework = (SELECT name FROM framework)
+                     AND f.direction = CASE k.direction WHEN 'd2h' THEN 'd2h' ELSE 'h2d' END
 )
-SELECT k.callchain_id, k.py_site_id, k.kind_id,
-       COALESCE(k.py_site, k.native_site) AS site,
-       k.site_line,
-       CASE WHEN k.py_site IS NOT NULL THEN 'python' WHEN k.native_site IS NOT NULL THEN 'native' END AS site_origin,
-       k.source_class,
-       CASE WHEN k.source_class = 'pinned_strided'
-                THEN k.side || 'Kind=Pageable and at::native::copy_kernel_cuda x' || k.copy_kernels ||
-                     ' on the native stack: a strided ' || CASE k.side WHEN 'dst' THEN 'destination' ELSE 'source' END
-                     || ' copied through a pageable contiguous temporary'
-            WHEN k.source_class = 'pageable' AND NOT k.has_native
-                THEN k.side || 'Kind=Pageable (no native stack: a strided pinned view cannot be ruled out)'
-            WHEN k.source_class = 'pageable'
-                THEN k.side || 'Kind=Pageable, at::native::copy_kernel_cuda x' || COALESCE(k.copy_kernels, 0) ||
-                     ' on the native stack (direct copy)'
-            ELSE 'srcKind=' || COALESCE(k.src, 'missing') || ', dstKind=' || COALESCE(k.dst, 'missing') END AS evidence,
-       f.fix || CASE
-           -- Where to look is half the fix: say how to get it where the trace has no file:line.
-           WHEN k.source_class IN ('pinned', 'device', 'unknown') OR k.py_site IS NOT NULL THEN ''
-           WHEN (SELECT name FROM framework) = 'torch'
-               THEN '; for its Python file:line, capture with `nsysh2d profile --python-backtrace`'
-           WHEN k.native_site IS NULL THEN '; for its call site, capture with nsys --cudabacktrace=memory'
-           ELSE '' END AS fix
-FROM k
-LEFT JOIN fixes f ON f.source_class = k.source_class AND f.framework = (SELECT name FROM framework)
-                 AND f.direction = CASE k.direction WHEN 'd2h' THEN 'd2h' ELSE 'h2d' END;
+-- site_g, class_g, fix_g: one number per distinct site, class and fix (0: none), what summary.sql groups on.
+SELECT a.*,
+       (CASE WHEN site IS NULL THEN 0 ELSE dense_rank() OVER (ORDER BY site) END)::INTEGER AS site_g,
+       (CASE WHEN source_class IS NULL THEN 0 ELSE dense_rank() OVER (ORDER BY source_class) END)::INTEGER AS class_g,
+       (CASE WHEN fix IS NULL THEN 0 ELSE dense_rank() OVER (ORDER BY fix) END)::INTEGER AS fix_g
+FROM a;

@@ -3,7 +3,7 @@
 -- backlog_ns: GPU work queued ahead of the call on its stream (table `backlog`, computed by
 -- backlog.sql only for the calls a report needs; NULL for the others). gpu_idle_ns: how long, during
 -- the call, its device ran no kernel, memset or graph replay on any stream (backlog.sql; NULL likewise).
--- waited_for_gpu: the rule of rules.sql.
+-- waited_for_gpu: the rule of rules.sql. *_g: numbers of the labels (what summary.sql groups on).
 -- Filled on demand (model/pipeline.py, BACKLOG): backlog (backlog.sql), work and the windows it covers
 -- (work.sql, probe_windows.sql). Empty until a report needs them.
 CREATE TEMP TABLE backlog (global_pid BIGINT, correlation_id BIGINT, backlog_ns BIGINT, gpu_idle_ns BIGINT);
@@ -21,6 +21,8 @@ SELECT c.global_pid, c.global_tid, c.correlation_id, c.name_id,
        tid_of(c.global_tid) AS tid,
        pid_of(c.global_tid) AS pid,
        k.src_kind_name, k.dst_kind_name, k.copy_kind_name, k.direction,
+       k.kind_g, k.src_g, COALESCE(a.site_g, 0) AS site_g, COALESCE(a.class_g, 0) AS class_g,
+       COALESCE(a.fix_g, 0) AS fix_g, COALESCE(t.name_g, 0) AS nvtx_g,
        b.backlog_ns, b.gpu_idle_ns,
        c.gpu_start - c.api_start AS wait_ns,
        t.name AS nvtx_range, t.path AS nvtx_path,

@@ -4,20 +4,26 @@
 -- columns is here), named through the file's own enums, with its direction. api_names: the API names
 -- of the copy calls. python_sites comes from the Python-backtrace step (attribution.py).
 CREATE TEMP TABLE kind_labels AS
-WITH k AS (SELECT DISTINCT copy_kind, src_kind, dst_kind FROM calls)
-SELECT (row_number() OVER (ORDER BY copy_kind, src_kind, dst_kind))::INTEGER AS kind_id, k.*,
-       COALESCE(sk.label, 'kind ' || k.src_kind::VARCHAR) AS src_kind_name,
-       COALESCE(dk.label, 'kind ' || k.dst_kind::VARCHAR) AS dst_kind_name,
-       ck.label AS copy_kind_name,
-       CASE WHEN ck.label LIKE 'Host-to-%' OR ck.label LIKE '%Host-to-Device' THEN 'h2d'
-            WHEN ck.label LIKE '%-to-Host' THEN 'd2h'
-            WHEN ck.label IS NULL AND sk.label IN ('Pageable', 'Pinned') AND dk.label = 'Device' THEN 'h2d'
-            WHEN ck.label IS NULL AND dk.label IN ('Pageable', 'Pinned') AND sk.label = 'Device' THEN 'd2h'
-            ELSE 'other' END AS direction
-FROM k
-LEFT JOIN n.mem_kind_enum sk ON sk.id = k.src_kind
-LEFT JOIN n.mem_kind_enum dk ON dk.id = k.dst_kind
-LEFT JOIN n.copy_kind_enum ck ON ck.id = k.copy_kind;
+WITH k AS (SELECT DISTINCT copy_kind, src_kind, dst_kind FROM calls),
+l AS (
+    SELECT (row_number() OVER (ORDER BY copy_kind, src_kind, dst_kind))::INTEGER AS kind_id, k.*,
+           COALESCE(sk.label, 'kind ' || k.src_kind::VARCHAR) AS src_kind_name,
+           COALESCE(dk.label, 'kind ' || k.dst_kind::VARCHAR) AS dst_kind_name,
+           ck.label AS copy_kind_name,
+           CASE WHEN ck.label LIKE 'Host-to-%' OR ck.label LIKE '%Host-to-Device' THEN 'h2d'
+                WHEN ck.label LIKE '%-to-Host' THEN 'd2h'
+                WHEN ck.label IS NULL AND sk.label IN ('Pageable', 'Pinned') AND dk.label = 'Device' THEN 'h2d'
+                WHEN ck.label IS NULL AND dk.label IN ('Pageable', 'Pinned') AND sk.label = 'Device' THEN 'd2h'
+                ELSE 'other' END AS direction
+    FROM k
+    LEFT JOIN n.mem_kind_enum sk ON sk.id = k.src_kind
+    LEFT JOIN n.mem_kind_enum dk ON dk.id = k.dst_kind
+    LEFT JOIN n.copy_kind_enum ck ON ck.id = k.copy_kind
+)
+-- kind_g, src_g: one number per distinct (source, destination) name pair and source name (summary.sql)
+SELECT *, dense_rank() OVER (ORDER BY src_kind_name, dst_kind_name)::INTEGER AS kind_g,
+       dense_rank() OVER (ORDER BY src_kind_name)::INTEGER AS src_g
+FROM l;
 
 -- api: the name without the _vNNNN that nsys appends to runtime names (cudaMemcpyAsync_v3020); a driver
 -- name's own _v2 stays. sync: a synchronous copy API (cudaMemcpy, cuMemcpyHtoD_v2): it returns only after

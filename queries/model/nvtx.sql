@@ -2,7 +2,8 @@
 -- nvtx_events).
 -- nvtx_ranges: the ranges, read from the file once (steps.sql and anomalies.sql use them too).
 -- nvtx_depth: the number of ranges open on a thread after each range start/end (ends first at a
--- tie); nvtx_tree: every range with its nesting depth and its whole path ('step 4 > prepare > copy').
+-- tie); nvtx_tree: every range with its nesting depth, its whole path ('step 4 > prepare > copy') and
+-- a number for its name.
 -- Push/pop ranges nest by construction; a start/end range that overlaps others only gets a
 -- shallower or deeper path, never a crash. No parameters.
 CREATE TEMP TABLE nvtx_ranges AS SELECT * FROM n.nvtx_ranges;
@@ -34,7 +35,9 @@ WITH RECURSIVE paths(id, path) AS (
     UNION ALL
     SELECT c.id, p.path || ' > ' || c.name FROM nvtx_parent c JOIN paths p ON p.id = c.parent_id
 )
-SELECT c.id, c.global_tid, c.start, c."end", c.name, c.depth, c.parent_id, p.path
+SELECT c.id, c.global_tid, c.start, c."end", c.name, c.depth, c.parent_id, p.path,
+       -- name_g: one number per distinct name (0: none), what summary.sql groups on
+       (CASE WHEN c.name IS NULL THEN 0 ELSE dense_rank() OVER (ORDER BY c.name) END)::INTEGER AS name_g
 FROM nvtx_parent c JOIN paths p ON p.id = c.id;
 
 -- nvtx_events: per thread and time, the innermost range open right after every range start/end at
