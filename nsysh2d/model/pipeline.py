@@ -58,8 +58,8 @@ PIPELINE: tuple[Step, ...] = (
     Step("nvtx", ("n.nvtx_ranges",), ("nvtx_ranges", "nvtx_tree", "nvtx_events", "with_nvtx()")),
     Step("store", (), ("memcpy_raw", "api_raw", "copies", "folded", "fold_stats", "orphan_stats")),
     Step("store_memcpy", ("n.memcpy",), ("memcpy_raw",), checkpoint=True),
-    Step("copies_part", ("api_part", "memcpy_raw", "with_nvtx()"), ("api_raw", "copies"), each_part=True,
-         checkpoint=True),
+    Step("store_calls", ("api_part",), ("api_raw",), each_part=True),
+    Step("copies_join", ("api_raw", "memcpy_raw", "with_nvtx()"), ("copies",), checkpoint=True),
     Step("copies", ("copies",), ("copy_keys_multi",)),
     Step("copies_fold", ("copies", "api_raw", "memcpy_raw", "copy_keys_multi"), ("folded", "fold_stats"),
          when="SELECT (SELECT count(*) FROM copy_keys_multi) > 0 "

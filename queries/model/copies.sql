@@ -1,4 +1,4 @@
--- copies: after every part is in (copies_part.sql), the keys with several rows in `copies` (calls with
+-- copies: after the join (copies_join.sql), the keys with several rows in `copies` (calls with
 -- several runtime rows, e.g. with --cudabacktrace, or several activity rows): copies_fold.sql makes
 -- one row of each. No parameters.
 CREATE TEMP TABLE copy_keys_multi AS

@@ -3,8 +3,9 @@
 -- 2 M calls take ~90 MB instead of ~300 MB, so a multi-GB export is analysed in a few hundred MB
 -- without spilling to disk. Unqualified names find these tables (search_path). No parameters.
 --   memcpy_raw  the memcpy activity (CUPTI_ACTIVITY_KIND_MEMCPY), every row (store_memcpy.sql)
---   api_raw     the runtime rows of the memcpy API calls (sqlite_copy_calls.sql), until calls.sql
---   copies      one row per (runtime row, activity row) pair, part by part (copies_part.sql)
+--   api_raw     the runtime rows of the memcpy API calls (sqlite_copy_calls.sql), part by part
+--               (store_calls.sql), until calls.sql
+--   copies      one row per (runtime row, activity row) pair (copies_join.sql)
 --   folded      the calls with several such rows, one row each (copies_fold.sql, when there are any)
 --   fold_stats  what folding found (copies_fold.sql)
 --   orphan_stats  copy activity no named API call claims (orphans.sql, when there is unclaimed activity)

@@ -1,12 +1,10 @@
--- copies_part: adds one part of the memcpy API calls (Arrow table api_part: runtime rows
--- filtered inside SQLite by source/sqlite_copy_calls.sql, read by ingest.py) to api_raw, and the
--- part's calls joined to their GPU activity by (process, correlationId) to copies (store.sql), with
--- their innermost enclosing NVTX range (with_nvtx, nvtx.sql). Needs all of memcpy_raw. No parameters.
+-- copies_join: the memcpy API calls (api_raw, all parts in: store_calls.sql) joined to their GPU activity
+-- (memcpy_raw) by (process, correlationId), into copies (store.sql), with their innermost enclosing NVTX
+-- range (with_nvtx, nvtx.sql). One join over all calls: per part, each part paid for the whole activity
+-- table and the NVTX events again. No parameters.
 -- Most calls have one runtime row and one activity row; copies_fold.sql folds the others.
-INSERT INTO api_raw BY NAME SELECT * FROM api_part;
-
-CREATE OR REPLACE TEMP VIEW part_calls AS
-SELECT global_tid, start AS api_start, "end" AS api_end, correlation_id, name_id, callchain_id FROM api_part;
+CREATE OR REPLACE TEMP VIEW api_calls AS
+SELECT global_tid, start AS api_start, "end" AS api_end, correlation_id, name_id, callchain_id FROM api_raw;
 
 -- NVTX first, on the narrow calls: the ASOF join sorts what it carries.
 INSERT INTO copies BY NAME
@@ -14,10 +12,10 @@ SELECT a.global_tid, global_pid_of(a.global_tid) AS global_pid, a.correlation_id
        a.name_id, a.api_start, a.api_end, m.start AS gpu_start, m."end" AS gpu_end,
        m.bytes, m.copy_kind, m.src_kind, m.dst_kind, m.device_id, m.stream_id,
        1 AS activity_rows, 1 AS api_rows, a.callchain_id, a.nvtx_id
-FROM with_nvtx('part_calls') a
+FROM with_nvtx('api_calls') a
 -- An activity row with a NULL globalPid (older exports) matches the call's process.
 JOIN memcpy_raw m
   ON m.correlation_id = a.correlation_id
  AND (m.global_pid IS NULL OR m.global_pid = global_pid_of(a.global_tid));
 
-DROP VIEW part_calls;
+DROP VIEW api_calls;
