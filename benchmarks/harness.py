@@ -8,7 +8,11 @@ and warm (again, served from the cache), `nsys analyze -r cuda_memcpy_async`, `n
 `nsys stats -r cuda_api_sum` (once per file: it is slow). Ratios are against `nsys analyze`; the api-summary
 line says how it compares with nsys stats, the report of the same figures.
 
-usage: harness.py [--scales 0.25,0.5,1] [--reps 3] [--work DIR] [--nsys PATH] [--no-stats] [FILE.sqlite ...]
+A start-up line comes first (`--help`, the CLI's imports), a linearity line last (cold seconds per million
+runtime rows of each file).
+
+usage: harness.py [--scales 0.25,0.5,1] [--reps 3] [--work DIR] [--nsys PATH] [--no-stats | --stats-max-gb N]
+                  [FILE.sqlite ...]
 Files given are timed as they are; otherwise benchmarks/make_large.py makes one per scale in --work.
 """
 from __future__ import annotations
@@ -69,6 +73,7 @@ def main(argv=None) -> int:
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "nsysh2d-bench"))
     ap.add_argument("--nsys", default=os.environ.get("NSYS") or shutil.which("nsys") or "/opt/nsys/target-linux-x64/nsys")
     ap.add_argument("--no-stats", action="store_true", help="skip nsys stats (42 s per run at 1.3 GB)")
+    ap.add_argument("--stats-max-gb", type=float, help="run nsys stats only on files up to this size")
     args = ap.parse_args(argv)
 
     files = list(args.files)
@@ -86,7 +91,9 @@ def main(argv=None) -> int:
 
     print(f"# {time.strftime('%Y-%m-%d')} {platform.machine()} {os.cpu_count()} cores, {platform.python_version()}, "
           f"duckdb {duckdb.__version__}, nsys: {nsys_version}; median of {args.reps} runs, page cache warm")
+    startup(tool, args.reps)
     print(f"{'file':<22}{'size':>9}  {'command':<38}{'wall s':>9}{'peak MB':>9}{'vs nsys analyze':>17}")
+    colds = []
     for path in files:
         size = os.path.getsize(path) / 1e9
         cache = tempfile.mkdtemp(prefix="nsysh2d-bench-cache-")
@@ -102,11 +109,12 @@ def main(argv=None) -> int:
         cold = measure(tool + ["analyze", path], args.reps, env=env,
                        setup=lambda: shutil.rmtree(cache, ignore_errors=True))
         rows.append(("nsysh2d analyze (cold)", *cold))
+        colds.append((path, runtime_rows(path), cold[0], peer[0] if peer else None))
         rows.append(("nsysh2d analyze (warm, cached)", *measure(tool + ["analyze", path], args.reps, env=env)))
         summary = measure(tool + ["api-summary", path, "--format", "csv", "-o", os.path.join(cache, "a.csv")],
                           args.reps, env=env)
         rows.append(("nsysh2d api-summary", *summary))
-        if have_nsys and not args.no_stats:
+        if have_nsys and not args.no_stats and (args.stats_max_gb is None or size <= args.stats_max_gb):
             stats = measure([args.nsys, "stats", "-r", "cuda_api_sum", "-f", "csv", "-o", os.path.join(cache, "s"),
                              path], 1)
             rows.append(("nsys stats -r cuda_api_sum (1 run)", *stats))
@@ -123,7 +131,43 @@ def main(argv=None) -> int:
             w = f"{wall:9.2f}" if wall is not None else f"{'exit ' + str(rc):>9}"
             m = f"{mb:9d}" if mb is not None else f"{'-':>9}"
             print(f"{os.path.basename(path):<22}{size:8.2f}G  {name:<38}{w}{m}{ratio:>17}")
+    linearity(colds)
     return 0
+
+
+def startup(tool: list[str], reps: int) -> None:
+    """What a user waits for before any work: `--help`, and the imports of the CLI module (the analysis
+    libraries load only when a report is analysed; `profile` must not import them at all)."""
+    py = [sys.executable, "-c"]
+    bare = measure(py + ["pass"], reps)
+    cli = measure(py + ["import nsysh2d.cli"], reps)
+    heavy = subprocess.run(py + ["import sys, nsysh2d.cli, nsysh2d.cli_check; "
+                                "print(','.join(m for m in ('duckdb', 'polars', 'pyarrow') if m in sys.modules) or 'none')"],
+                           capture_output=True, text=True).stdout.strip()
+    print(f"start-up: python {bare[0]:.3f} s; `import nsysh2d.cli` {cli[0]:.3f} s ({cli[1]} MB; analysis libraries "
+          f"imported: {heavy}); `nsysh2d --help` {measure(tool + ['--help'], reps)[0]:.3f} s; "
+          f"`nsysh2d profile --help` {measure(tool + ['profile', '--help'], reps)[0]:.3f} s")
+
+
+def runtime_rows(path: str) -> int | None:
+    import sqlite3
+    from contextlib import closing
+
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as con:
+            return con.execute("SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchone()[0]
+    except sqlite3.Error:
+        return None
+
+
+def linearity(colds) -> None:
+    """Cold seconds per million runtime rows, per file: flat when the cold path is linear in the rows."""
+    got = [(p, n, c, peer) for p, n, c, peer in colds if n and c]
+    if len(got) < 2:
+        return
+    print("linearity (cold analyze): " + "; ".join(
+        f"{os.path.basename(p)} {n / 1e6:.1f} M rows {c:.2f} s = {c / (n / 1e6):.3f} s per M rows"
+        + (f" (nsys analyze {peer / (n / 1e6):.3f})" if peer else "") for p, n, c, peer in got))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,118 @@
+"""The optimized analysis path (parts read inside SQLite, one join, label ids, bucketed percentiles,
+spans read with their condition inside SQLite) against a plain-SQL reference on real H200 exports.
+
+The reference is Python's sqlite3 on the file itself: one join of the runtime and memcpy tables, the
+innermost enclosing NVTX range by a correlated subquery, the figures added up in Python and the
+percentiles by sorting (the rank ceil(n * q): the smallest value whose cumulative share reaches q).
+Nothing of nsysh2d's SQL or DuckDB is used to compute the expected values.
+"""
+import json
+import sqlite3
+from collections import defaultdict
+
+import pytest
+
+from conftest import ROOT, run_cli
+
+H200 = ROOT / "tests" / "data" / "h200"
+TRACES = ["qwen3vl-before", "train-loop-before", "h2d-sweep", "graph-probe-eager"]
+MIN_NS = 100_000
+
+CALLS = """
+SELECT r.globalTid AS tid, r.correlationId AS cid, r.start, r."end", r."end" - r.start AS host_ns,
+       m.start AS gpu_start, m.bytes, sk.label AS src, dk.label AS dst, m.streamId AS stream,
+       (SELECT COALESCE(nv.text, ns.value) FROM NVTX_EVENTS nv LEFT JOIN StringIds ns ON ns.id = nv.textId
+         WHERE nv.globalTid = r.globalTid AND nv.start <= r.start AND nv."end" >= r."end"
+           AND nv.eventType IN (SELECT id FROM ENUM_NSYS_EVENT_TYPE
+                                WHERE label IN ('NvtxPushPopRange', 'NvtxStartEndRange'))
+         ORDER BY nv.start DESC, nv."end" ASC LIMIT 1) AS nvtx
+FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+JOIN StringIds s ON s.id = r.nameId
+JOIN ENUM_NSYS_EVENT_CLASS ec ON ec.id = r.eventClass AND ec.label = 'CUDA runtime'
+JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId
+ AND m.globalPid = (r.globalTid / 16777216) * 16777216
+JOIN ENUM_CUDA_MEMCPY_OPER ck ON ck.id = m.copyKind AND ck.label = 'Host-to-Device'
+JOIN ENUM_CUDA_MEM_KIND sk ON sk.id = m.srcKind
+JOIN ENUM_CUDA_MEM_KIND dk ON dk.id = m.dstKind
+WHERE s.value GLOB 'cudaMemcpy*Async*'
+"""
+
+
+def reference_calls(path):
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    con.row_factory = sqlite3.Row
+    try:
+        # Preconditions of this simple reference: one runtime row per copy call, one activity row each.
+        dup = con.execute("SELECT count(*) - count(DISTINCT cid) FROM (" + CALLS + ")").fetchone()[0]
+        assert dup == 0
+        return [dict(r) for r in con.execute(CALLS)]
+    finally:
+        con.close()
+
+
+def rank(values, q_percent):
+    """quantile_disc: the value at rank ceil(n * q) of the sorted values (exact integer arithmetic)."""
+    v = sorted(values)
+    r = max(1, -(-len(v) * q_percent // 100))
+    return v[r - 1]
+
+
+def figures(calls):
+    host = [c["host_ns"] for c in calls]
+    long_ = [h for h in host if h >= MIN_NS]
+    return {"calls": len(calls), "long_calls": len(long_), "long_ns": sum(long_), "total_ns": sum(host),
+            "max_ns": max(host), "p50_ns": rank(host, 50), "p99_ns": rank(host, 99),
+            "bytes": sum(c["bytes"] for c in calls)}
+
+
+def grouped(calls, key):
+    groups = defaultdict(list)
+    for c in calls:
+        groups[key(c)].append(c)
+    return {k: figures(v) for k, v in groups.items()}
+
+
+@pytest.fixture(scope="module")
+def reports():
+    out = {}
+    for name in TRACES:
+        r = run_cli("analyze", "--no-cache", "--format", "json", "--by", "kind", "--by", "stream", "--by", "nvtx",
+                    "--top", "5000", H200 / f"{name}.sqlite")
+        assert r.returncode == 0, r.stderr
+        out[name] = json.loads(r.stdout)["reports"][0]
+    return out
+
+
+def pick(row):
+    return {k: row[k] for k in ("calls", "long_calls", "long_ns", "total_ns", "max_ns", "p50_ns", "p99_ns", "bytes")}
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_groups_equal_plain_sql(name, reports):
+    calls = reference_calls(H200 / f"{name}.sqlite")
+    assert calls, "the reference found the trace's H2D copies"
+    rep = reports[name]
+    kinds = {(r["src_kind"], r["dst_kind"]): pick(r) for r in rep["by_kind"]}
+    assert kinds == grouped(calls, lambda c: (c["src"], c["dst"]))
+    streams = {r["group"]: pick(r) for r in rep["by_stream"]}
+    assert streams == grouped(calls, lambda c: f"stream {c['stream']}")
+    nvtx = {r["group"]: pick(r) for r in rep["by_nvtx"]}
+    assert nvtx == grouped(calls, lambda c: c["nvtx"] if c["nvtx"] is not None else "(no NVTX range)")
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_totals_and_listed_calls_equal_plain_sql(name, reports):
+    calls = reference_calls(H200 / f"{name}.sqlite")
+    rep = reports[name]
+    t = rep["totals"]
+    ref = figures(calls)
+    assert (t["calls"], t["long_calls"], t["long_ns"]) == (ref["calls"], ref["long_calls"], ref["long_ns"])
+    # The listed calls are the long ones, longest first, with the reference's host time and GPU start.
+    long_ = sorted((c for c in calls if c["host_ns"] >= MIN_NS), key=lambda c: -c["host_ns"])
+    listed = rep["top"]
+    assert [r["host_ns"] for r in listed] == [c["host_ns"] for c in long_]
+    by_start = {(c["start"], c["stream"]): c for c in calls}
+    for r in listed:
+        c = by_start[(r["api_start_ns"], r["stream"])]
+        assert (r["host_ns"], r["wait_ns"], r["bytes"]) == (c["host_ns"], c["gpu_start"] - c["start"], c["bytes"])
+        assert r["nvtx_range"] == c["nvtx"]
