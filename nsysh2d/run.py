@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import shutil
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from . import __version__
@@ -201,6 +199,9 @@ def _in_pool(paths, jobs, done, args) -> None:
     import signal
 
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
     pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
     try:
         try:

@@ -1,3 +1,11 @@
 """Source layer: find and check files, export .nsys-rep reports, detect the schema, read the big tables,
 run the named SQL. Everything above it sees the normalized views `n.*` (schema.py), never raw tables."""
-from .trace import Trace  # noqa: F401
+
+
+def __getattr__(name):
+    # Trace imports DuckDB (~40 ms): a report served from the cache, which only needs source.sql's file
+    # digest, must not pay for it.
+    if name == "Trace":
+        from .trace import Trace
+        return Trace
+    raise AttributeError(name)
