@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -16,17 +17,34 @@ from conftest import H200, SHARED, run_cli
 FILES = [H200 / "qwen3vl-before.sqlite", H200 / "api-probe.sqlite", SHARED / "h200-sweep-nsys2023.4.sqlite"]
 
 
-def plain_sql(path):
+def plain_sql(path, time_limit=None):
+    """Per nameId, straight from SQLite: every row is a call; the time figures over the rows with both times
+    (a time beyond +-time_limit counts as missing)."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        rows = con.execute("SELECT nameId, end - start FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
+        rows = con.execute("SELECT nameId, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
     finally:
         con.close()
     per = {}
-    for nid, ns in rows:
-        per.setdefault(nid, []).append(ns)
-    return {nid: {"calls": len(v), "total_ns": sum(v), "min_ns": min(v), "max_ns": max(v),
-                  "median_ns": round(statistics.median(v), 1)} for nid, v in per.items()}
+    for nid, start, end in rows:
+        ok = time_limit is None or (abs(start) <= time_limit and abs(end) <= time_limit)
+        per.setdefault(nid, []).append(end - start if ok else None)
+    out = {}
+    for nid, all_ns in per.items():
+        v = [ns for ns in all_ns if ns is not None]
+        out[nid] = {"calls": len(all_ns), "total_ns": sum(v) if v else None, "min_ns": min(v, default=None),
+                    "max_ns": max(v, default=None), "median_ns": round(statistics.median(v), 1) if v else None,
+                    "avg_ns": round(statistics.fmean(v), 1) if v else None,
+                    "stddev_ns": statistics.stdev(v) if len(v) > 1 else None}
+    return out
+
+
+def assert_matches(rows, ref):
+    keys = ("calls", "total_ns", "min_ns", "max_ns", "median_ns", "avg_ns")
+    assert {x["name_id"]: {k: x[k] for k in keys} for x in rows} == {n: {k: r[k] for k in keys} for n, r in ref.items()}
+    for x in rows:   # rounded to 0.1 ns: the float sums may differ in the last place
+        want = ref[x["name_id"]]["stddev_ns"]
+        assert (x["stddev_ns"] is None) == (want is None) and (want is None or abs(x["stddev_ns"] - want) <= 0.051)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.name for p in FILES])
@@ -34,10 +52,36 @@ def test_api_summary_equals_plain_sql(path):
     r = run_cli("api-summary", str(path), "--format", "json")
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["api_summary"][0]["rows"]
-    ref = plain_sql(path)
-    assert {x["name_id"]: {k: x[k] for k in ("calls", "total_ns", "min_ns", "max_ns", "median_ns")} for x in rows} == ref
+    assert_matches(rows, plain_sql(path))
     assert [x["total_ns"] for x in rows] == sorted((x["total_ns"] for x in rows), reverse=True)
     assert sum(x["time_pct"] for x in rows) == pytest.approx(100, abs=0.1 * len(rows))
+
+
+def test_api_summary_rows_that_do_not_pack(tmp_path):
+    """Calls whose nameId and duration do not fit one packed integer (an out-of-range end, a 20-minute call, a huge
+    string id, an end before the start) are read apart and still counted exactly: a real export edited so."""
+    path = tmp_path / "edited.sqlite"
+    shutil.copy(H200 / "api-probe.sqlite", path)
+    con = sqlite3.connect(path)
+    try:
+        ids = [r[0] for r in con.execute("SELECT rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY rowid LIMIT 5")]
+        # nsys declares the times NOT NULL; a time beyond +-2^62 ns is read as missing (schema.TIME_LIMIT)
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = ? WHERE rowid = ?", (2 ** 62 + 5, ids[0]))
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start + 1200000000000 WHERE rowid = ?", (ids[1],))
+        con.execute("INSERT INTO StringIds (id, value) VALUES (9000000, 'cudaHugeId')")
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 9000000 WHERE rowid IN (?, ?)", (ids[2], ids[3]))
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start - 5 WHERE rowid = ?", (ids[4],))
+        con.commit()
+    finally:
+        con.close()
+    r = run_cli("api-summary", str(path), "--format", "json")
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["api_summary"][0]["rows"]
+    ref = plain_sql(path, time_limit=2 ** 62)
+    assert_matches(rows, ref)
+    assert sum(x["calls"] for x in rows) == sum(r["calls"] for r in ref.values())
+    assert any(x["name"] == "cudaHugeId" and x["calls"] == 2 for x in rows)
+    assert max(x["max_ns"] or 0 for x in rows) >= 1200000000000 and min(x["min_ns"] or 0 for x in rows) == -5
 
 
 def test_api_summary_matches_nsys_stats():
