@@ -17,6 +17,7 @@ def test_generator_and_harness_smoke(tmp_path):
     rows = [ln for ln in r.stdout.splitlines() if ln.startswith("tiny.sqlite")]
     names = " | ".join(rows)
     assert "read floor" in names and "nsysh2d analyze (cold)" in names and "nsysh2d analyze (warm, cached)" in names
+    assert "nsysh2d analyze (warm, --format json)" in names
     assert "nsysh2d api-summary" in names
     assert all("exit" not in ln for ln in rows), r.stdout
 
