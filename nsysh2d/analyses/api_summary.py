@@ -24,10 +24,11 @@ def api_summary(path: str, nsys: str | None = None) -> dict:
 
 def read_durations(trace) -> None:
     from ..source import ingest
+    from ..source.schema import TIME_LIMIT
     from ..source.sql import condition
 
     trace.run("analyses/api_durations")
-    packed = condition("source/sqlite_api_durations")
+    packed = condition("source/sqlite_api_durations", {"time_limit": TIME_LIMIT})
     unpacked = 0
     with ingest.Parts(trace, ingest.Read("runtime", select={"k": packed}, part_rows=PART_ROWS)) as parts:
         for part in parts:

@@ -57,29 +57,25 @@ class Parts:
     def __init__(self, trace, read: Read):
         import pyarrow as pa
 
+        from .schema import column_expr
+
         self.trace = trace
         self.table, cols = trace.source_columns(read.view)
         if read.select:
-            cols = dict(read.select)
-        elif read.columns:
-            cols = {c: cols[c] for c in read.columns}
-        self.schema = pa.schema([(c, pa.int32() if read.types.get(c) == "INTEGER" else pa.int64()) for c in cols])
-        self.todo = iter(self._part_sqls(read, cols))
+            exprs = {out: f'{expr} AS "{out}"' for out, expr in read.select.items()}
+        else:
+            exprs = {out: column_expr(cols[out], out, "sqlite") if cols[out] else f'NULL AS "{out}"'
+                     for out in read.columns or cols}
+        self.schema = pa.schema([(c, pa.int32() if read.types.get(c) == "INTEGER" else pa.int64()) for c in exprs])
+        self.todo = iter(self._part_sqls(read, ", ".join(exprs.values())))
         self.workers = _workers(trace.threads)
         self.pool = ThreadPoolExecutor(self.workers)
         self.pending: deque = deque()
         self._fill()
 
-    def _part_sqls(self, read: Read, cols: dict) -> list[str]:
+    def _part_sqls(self, read: Read, exprs: str) -> list[str]:
         if self.table is None:
             return []
-        from .schema import column_expr
-
-        if read.select:
-            exprs = ", ".join(f'{expr} AS "{out}"' for out, expr in cols.items())
-        else:
-            exprs = ", ".join(column_expr(src, out, "sqlite") if src else f'NULL AS "{out}"'
-                              for out, src in cols.items())
         cond = f" AND ({read.where})" if read.where else ""
         with _bad_table(self.trace, self.table):
             # Two subqueries: SQLite answers each from the b-tree's ends; min() and max() in one
