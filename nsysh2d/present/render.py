@@ -1,4 +1,4 @@
-"""Renderers: sections of rows to a terminal table (rich), Markdown, CSV; documents to JSON."""
+"""Renderers: sections of rows to a terminal table (terminal.py), Markdown, CSV; documents to JSON."""
 from __future__ import annotations
 
 import csv
@@ -107,38 +107,29 @@ def _md_cell(text: str) -> str:
 
 def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:
     """Tables that fit the terminal (or $COLUMNS, or 160 columns when piped): numbers are never cut, long
-    names end in an ellipsis; notes wrap at the same width."""
-    from rich import box
-    from rich.console import Console
-    from rich.table import Table
+    names end in an ellipsis; notes wrap at the same width (present/terminal.py lays them out)."""
+    import sys
 
-    console = Console(file=file, highlight=False, soft_wrap=False, width=terminal_width(file), markup=False)
-    if heading:
-        console.print(heading, style="bold")
+    from .terminal import table, wrap
+
+    width = terminal_width(file)
+    out: list[str] = wrap(heading, width) if heading else []
     for s in sections:
         if not s.rows:
-            console.print(f"{s.title}: none", style="bold")
+            out.extend(wrap(f"{s.title}: none", width))
         else:
-            columns, cells, dropped = fit_columns(s.columns, s.rows, console.width)
-            widths = column_widths(columns, cells, console.width)
+            columns, cells, dropped = fit_columns(s.columns, s.rows, width)
+            widths = column_widths(columns, cells, width)
             # A table whose numbers alone are wider than the terminal is printed wider, never cut.
-            t = Table(title=s.title, title_justify="left", box=box.SIMPLE_HEAD, width=None)
-            if dropped:
-                t.caption = f"({', '.join(dropped)} left out to fit {console.width} columns; --format json has all)"
-                t.caption_justify = "left"
-            for i, c in enumerate(columns):
-                numeric = c.kind in NUMERIC
-                t.add_column(c.title, justify="right" if numeric and c.kind != "bool" else "left", width=widths[i],
-                             no_wrap=not numeric, overflow="fold" if numeric else "ellipsis")
-            for row in cells:
-                t.add_row(*row)
-            # Widths are decided above; rich must not squeeze them again (it caps at the console's width).
-            Console(file=console.file, highlight=False, soft_wrap=False, markup=False,
-                    width=max(console.width, sum(widths) + 3 * len(widths) + 1)).print(t)
+            caption = f"({', '.join(dropped)} left out to fit {width} columns; --format json has all)" if dropped else ""
+            layout = [(c.title, widths[i], c.kind in NUMERIC, c.kind in NUMERIC and c.kind != "bool")
+                      for i, c in enumerate(columns)]
+            out.extend(table(layout, cells, s.title, caption))
         if s.note:
-            console.print(s.note)
+            out.extend(wrap(s.note, width))
         for ln in s.lines:
-            console.print(f"  {ln}")
+            out.extend(wrap(f"  {ln}", width))
+    (file or sys.stdout).write("".join(line + "\n" for line in out))
 
 
 NUMERIC = ("ns", "bytes", "int", "float", "bool", "num")
@@ -165,7 +156,7 @@ def column_widths(columns: list[Column], cells: list[list[str]], width: int) -> 
     natural = [max([len(c.title)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
     out = [max([len(w) for w in c.title.split()] + [len(row[i]) for row in cells]) if c.kind in NUMERIC
            else natural[i] for i, c in enumerate(columns)]
-    # rich adds one blank either side of each column and one at the edge.
+    # Each column has a blank either side, a separator between, and the table a blank edge: 3n + 1.
     room = width - 3 * len(columns) - 1
     names = [i for i, c in enumerate(columns) if c.kind not in NUMERIC]
     while sum(out) > room and names:
@@ -203,5 +194,5 @@ def render_sections(fmt: str, sections: list[Section], heading: str = "") -> str
         return to_markdown(sections, f"## {heading}" if heading else "")
     buf = io.StringIO()
     to_terminal(sections, heading, file=buf)
-    # rich pads every line to the table's width: no trailing blanks in a pipe or a file.
+    # Cells are padded to their column's width: no trailing blanks in a pipe or a file.
     return "".join(line.rstrip() + "\n" for line in buf.getvalue().splitlines())
