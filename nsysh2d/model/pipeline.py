@@ -22,6 +22,7 @@ from ..source.sql import condition
 from . import attribution
 
 PART_ROWS = 250_000  # calls per part added to the store: bounds the memory of what is in flight
+JOIN_ROWS = 500_000  # calls per correlation-id range joined at once (copies_join.sql): fewer spill, more repeat
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,8 @@ class Step:
     prepare: Callable | None = None    # Python work before the SQL (gets the Trace)
     when: str | None = None            # SQL: run only when this returns true
     each_part: bool = False            # once per part of the copy calls (table api_part)
-    checkpoint: bool = False           # compress what the step added to the store
+    per_range: bool = False            # once per range of correlation ids ($lo, $hi: call_ranges)
+    checkpoint: bool = False           # compress what the step added to the store (after each range)
 
 
 def read_gpu_work(trace) -> None:
@@ -53,17 +55,24 @@ def read_gpu_work(trace) -> None:
     trace.con.register("gpu_work", pa.concat_tables(parts) if parts else schema.empty_table())
 
 
+# Some calls need folding (copies_fold.sql): several rows of one call, or runtime rows without activity.
+FOLDS = ("(SELECT count(*) FROM copy_keys_multi) > 0 "
+         "OR (SELECT count(*) FROM api_raw) > (SELECT count(*) FROM copies)")
+
 PIPELINE: tuple[Step, ...] = (
     Step("rules", (), ("is_long()", "waited_for_gpu()", "is_blocking()", "waited_behind_backlog()")),
     Step("nvtx", ("n.nvtx_ranges",), ("nvtx_ranges", "nvtx_tree", "nvtx_events", "with_nvtx()")),
     Step("store", (), ("memcpy_raw", "api_raw", "copies", "folded", "fold_stats", "orphan_stats")),
     Step("store_memcpy", ("n.memcpy",), ("memcpy_raw",), checkpoint=True),
     Step("store_calls", ("api_part",), ("api_raw",), each_part=True),
-    Step("copies_join", ("api_raw", "memcpy_raw", "with_nvtx()"), ("copies",), checkpoint=True),
+    Step("copies_join", ("api_raw", "memcpy_raw", "with_nvtx()"), ("copies", "api_calls"), per_range=True,
+         checkpoint=True),
     Step("copies", ("copies",), ("copy_keys_multi",)),
     Step("copies_fold", ("copies", "api_raw", "memcpy_raw", "copy_keys_multi"), ("folded", "fold_stats"),
-         when="SELECT (SELECT count(*) FROM copy_keys_multi) > 0 "
-              "OR (SELECT count(*) FROM api_raw) > (SELECT count(*) FROM copies)"),
+         when=f"SELECT {FOLDS}"),
+    # Most exports have nothing to fold: then calls is copies itself, not a union that DuckDB would
+    # materialize whole (all columns of every call) for each query that reads copies_x several times.
+    Step("calls_plain", ("copies",), ("calls",), when=f"SELECT NOT ({FOLDS})"),
     Step("calls", ("copies", "folded", "fold_stats", "api_raw", "memcpy_raw"),
          ("calls", "copy_stats", "unclaimed_activity"), checkpoint=True),
     # The step scans the runtime table: only when some copy activity no call claims exists.
@@ -120,10 +129,25 @@ def run_step(trace, step: Step, parts=None, params: dict | None = None) -> None:
                 con.unregister("api_part")
                 del part
                 con.execute("CHECKPOINT store")
+        elif step.per_range:
+            for lo, hi in call_ranges(trace):
+                trace.run(f"model/{step.name}", {**(params or {}), "lo": lo, "hi": hi})
+                con.execute("CHECKPOINT store")
         else:
             trace.run(f"model/{step.name}", params)
             if step.checkpoint:
                 con.execute("CHECKPOINT store")
+
+
+def call_ranges(trace) -> list[tuple[int, int]]:
+    """Correlation-id ranges of about JOIN_ROWS calls each, covering every call (ids spread unevenly
+    only make the ranges uneven)."""
+    lo, hi, n = trace.run("model/call_ranges").fetchone()
+    if not n:
+        return []
+    k = max(1, -(-n // JOIN_ROWS))
+    step = (hi - lo) // k + 1
+    return [(a, min(hi, a + step - 1)) for a in range(lo, hi + 1, step)]
 
 
 @contextmanager

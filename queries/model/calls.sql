@@ -1,7 +1,8 @@
 -- calls: one row per memcpy API call (view `calls`: the single-row calls of `copies` and the
--- folded ones), the counts anomalies.sql reports (table copy_stats), and the copy activity no call claims
--- (view unclaimed_activity, for orphans.sql). api_raw is no longer needed after this step. No parameters.
-CREATE TEMP VIEW calls AS
+-- folded ones; calls_plain.sql made it already when nothing was folded), the counts anomalies.sql reports
+-- (table copy_stats), and the copy activity no call claims (view unclaimed_activity, for orphans.sql).
+-- api_raw (and copies_join's view of it) is no longer needed after this step. No parameters.
+CREATE TEMP VIEW IF NOT EXISTS calls AS
 SELECT c.* FROM copies c ANTI JOIN copy_keys_multi k USING (global_pid, correlation_id)
 UNION ALL BY NAME
 SELECT * FROM folded;
@@ -12,6 +13,7 @@ SELECT COALESCE((SELECT api_rows_without_activity FROM fold_stats),
        COALESCE((SELECT memcpy_duplicates FROM fold_stats), 0) AS memcpy_duplicates,
        COALESCE((SELECT shared_correlation FROM fold_stats), 0) AS shared_correlation;
 
+DROP VIEW IF EXISTS api_calls;   -- copies_join.sql ran on no range when there were no calls
 DROP TABLE api_raw;
 
 -- unclaimed_activity: (global_pid, correlation_id) of memcpy rows no call has. Two anti joins on equalities
