@@ -59,18 +59,24 @@ def test_api_summary_equals_plain_sql(path):
 
 def test_api_summary_rows_that_do_not_pack(tmp_path):
     """Calls whose nameId and duration do not fit one packed integer (an out-of-range end, a 20-minute call, a huge
-    string id, an end before the start) are read apart and still counted exactly: a real export edited so."""
+    string id, an end before the start, a start within 2^40 ns of the time limit) are read apart and still counted exactly: a real export edited so."""
     path = tmp_path / "edited.sqlite"
     shutil.copy(H200 / "api-probe.sqlite", path)
     con = sqlite3.connect(path)
     try:
-        ids = [r[0] for r in con.execute("SELECT rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY rowid LIMIT 5")]
+        ids = [r[0] for r in con.execute("SELECT rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY rowid LIMIT 7")]
         # nsys declares the times NOT NULL; a time beyond +-2^62 ns is read as missing (schema.TIME_LIMIT)
         con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = ? WHERE rowid = ?", (2 ** 62 + 5, ids[0]))
         con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start + 1200000000000 WHERE rowid = ?", (ids[1],))
         con.execute("INSERT INTO StringIds (id, value) VALUES (9000000, 'cudaHugeId')")
         con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = 9000000 WHERE rowid IN (?, ?)", (ids[2], ids[3]))
         con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start - 5 WHERE rowid = ?", (ids[4],))
+        # Starts within 2^40 ns of the limit do not pack (the end is checked through the start): a valid call
+        # there is still counted, one whose end passes the limit is not.
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = ?, end = ? WHERE rowid = ?",
+                    (2 ** 62 - 100, 2 ** 62 - 50, ids[5]))
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = ?, end = ? WHERE rowid = ?",
+                    (2 ** 62 - 10, 2 ** 62 + 10, ids[6]))
         con.commit()
     finally:
         con.close()

@@ -7,6 +7,7 @@ exact (queries/analyses/api_summary.sql)."""
 from __future__ import annotations
 
 PART_ROWS = 2_500_000  # runtime rows per part: ~20 MB of Arrow in flight per reader thread
+DURATION_MAX = (1 << 40) - 1  # the packed duration's 40 bits (source/sqlite_api_durations.sql)
 
 
 def api_summary(path: str, nsys: str | None = None) -> dict:
@@ -28,7 +29,8 @@ def read_durations(trace) -> None:
     from ..source.sql import condition
 
     trace.run("analyses/api_durations")
-    packed = condition("source/sqlite_api_durations", {"time_limit": TIME_LIMIT})
+    packed = condition("source/sqlite_api_durations",
+                       {"time_limit": TIME_LIMIT, "start_limit": TIME_LIMIT - DURATION_MAX})
     unpacked = 0
     with ingest.Parts(trace, ingest.Read("runtime", select={"k": packed}, part_rows=PART_ROWS)) as parts:
         for part in parts:
