@@ -59,7 +59,8 @@ def test_api_summary_equals_plain_sql(path):
 
 def test_api_summary_rows_that_do_not_pack(tmp_path):
     """Calls whose nameId and duration do not fit one packed integer (an out-of-range end, a 20-minute call, a huge
-    string id, an end before the start, a start within 2^40 ns of the time limit) are read apart and still counted exactly: a real export edited so."""
+    string id, an end before the start, a start within 2^40 ns of the time limit) are read apart and still counted
+    exactly: a real export edited so."""
     path = tmp_path / "edited.sqlite"
     shutil.copy(H200 / "api-probe.sqlite", path)
     con = sqlite3.connect(path)
