@@ -33,7 +33,7 @@ class Step:
     prepare: Callable | None = None    # Python work before the SQL (gets the Trace)
     when: str | None = None            # SQL: run only when this returns true
     each_part: bool = False            # once per part of the copy calls (table api_part)
-    per_range: bool = False            # once per range of correlation ids ($lo, $hi: call_ranges)
+    per_range: bool = False            # once per range of correlation ids (variable call_range)
     checkpoint: bool = False           # compress what the step added to the store (after each range)
 
 
@@ -131,7 +131,8 @@ def run_step(trace, step: Step, parts=None, params: dict | None = None) -> None:
                 con.execute("CHECKPOINT store")
         elif step.per_range:
             for lo, hi in call_ranges(trace):
-                trace.run(f"model/{step.name}", {**(params or {}), "lo": lo, "hi": hi})
+                trace.run("model/call_range", {"lo": lo, "hi": hi})
+                trace.run(f"model/{step.name}", params)
                 con.execute("CHECKPOINT store")
         else:
             trace.run(f"model/{step.name}", params)

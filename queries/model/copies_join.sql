@@ -3,10 +3,12 @@
 -- range (with_nvtx, nvtx.sql). Run once per range of correlation ids (pipeline.py, call_ranges.sql) and
 -- compressed after each: all calls at once are wider than DuckDB's memory limit before compression, and
 -- spilled (1x: 1.24 -> 0.88 s; 2x: 4.1 -> 2.4 s). A call and its activity share the id, so each range
--- joins apart. Parameters: $lo, $hi (the range of correlation ids, inclusive).
+-- joins apart. No parameters: the range of correlation ids is the variable call_range (call_range.sql).
 -- Most calls have one runtime row and one activity row; copies_fold.sql folds the others.
+-- The range's calls on their own: with_nvtx looks only at the NVTX events of their time span.
 CREATE OR REPLACE TEMP VIEW api_calls AS
-SELECT global_tid, start AS api_start, "end" AS api_end, correlation_id, name_id, callchain_id FROM api_raw;
+SELECT global_tid, start AS api_start, "end" AS api_end, correlation_id, name_id, callchain_id FROM api_raw
+WHERE correlation_id BETWEEN getvariable('call_range')[1] AND getvariable('call_range')[2];
 
 -- NVTX first, on the narrow calls: the ASOF join sorts what it carries.
 INSERT INTO copies BY NAME
@@ -19,4 +21,4 @@ FROM with_nvtx('api_calls') a
 JOIN memcpy_raw m
   ON m.correlation_id = a.correlation_id
  AND (m.global_pid IS NULL OR m.global_pid = global_pid_of(a.global_tid))
-WHERE a.correlation_id BETWEEN $lo AND $hi AND m.correlation_id BETWEEN $lo AND $hi;
+WHERE m.correlation_id BETWEEN getvariable('call_range')[1] AND getvariable('call_range')[2];
