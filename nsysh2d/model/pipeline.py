@@ -114,7 +114,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("attrib", ("calls_k", "kind_labels", "n.callchains"), ("native_sites", "fixes", "attrib"),
          prepare=attribution.native_sites),
     Step("copies_x", ("calls_k", "kind_labels", "api_names", "nvtx_tree", "attrib"),
-         ("copies_x", "backlog", "work", "work_windows", "work_spans")),
+         ("calls_l", "copies_x", "group_key()", "backlog", "work", "work_windows", "work_spans")),
 )
 
 # On demand, for the calls a report needs (model/backlog_probes.sql says which).

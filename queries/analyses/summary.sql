@@ -18,7 +18,7 @@
 -- limit), and the labels join onto the few result rows.
 -- Two passes over copies_x (each a join of every call to its labels, attribution and backlog): fine, which
 -- also counts the calls per duration bucket (the percentiles' histogram), and the calls of the few buckets
--- that hold a percentile. in_step reads the narrow calls_k (2x: 2.1-2.4 -> 1.75 s; four passes before).
+-- that hold a percentile. in_step reads the narrow calls_l (2x: 2.1-2.4 -> 1.75 s; four passes before).
 WITH steps AS (
     SELECT global_pid_of(global_tid) AS global_pid, start, "end" FROM nvtx_ranges WHERE regexp_matches(name, $pattern)
 ),
@@ -30,14 +30,11 @@ x AS NOT MATERIALIZED (
     FROM copies_x WHERE selected(direction, sync, $direction, $calls)
 ),
 in_step AS MATERIALIZED (   -- long calls only: the *_in_steps figures count no other
-    -- From the calls themselves, not x: only the joins its filter needs (the rows of copies_x exactly).
+    -- From calls_l, not x: only the joins its filter needs (the rows of copies_x exactly).
     SELECT DISTINCT c.global_pid, c.correlation_id
-    FROM calls_k c
-    JOIN kind_labels k ON k.kind_id = c.kind_id
-    LEFT JOIN api_names a ON a.id = c.name_id
+    FROM calls_l c
     JOIN steps s ON s.global_pid = c.global_pid AND c.api_start >= s.start AND c.api_end <= s."end"
-    WHERE c.api_end >= c.api_start AND selected(k.direction, COALESCE(a.sync, false), $direction, $calls)
-      AND is_long(c.api_end - c.api_start, $min_ns)
+    WHERE selected(c.direction, c.sync, $direction, $calls) AND is_long(c.api_end - c.api_start, $min_ns)
 ),
 c AS (
     SELECT x.*, i.correlation_id IS NOT NULL AS in_step
@@ -98,8 +95,7 @@ g AS MATERIALIZED (
 -- bucket that holds each rank, then count the distinct values of those buckets only.
 groupings AS (SELECT * FROM (VALUES ('kind'), ('site'), ('class'), ('nvtx'), ('stream')) u("by")),
 hist AS MATERIALIZED (
-    SELECT u."by", CASE u."by" WHEN 'kind' THEN kind_g WHEN 'site' THEN site_g WHEN 'class' THEN class_g
-                               WHEN 'nvtx' THEN nvtx_g ELSE stream_id END AS key,
+    SELECT u."by", group_key(u."by", kind_g, site_g, class_g, nvtx_g, stream_id) AS key,
            b, sum(calls)::BIGINT AS n
     FROM fine CROSS JOIN groupings u
     WHERE b IS NOT NULL
@@ -120,8 +116,8 @@ want AS (
 wanted AS MATERIALIZED (
     SELECT DISTINCT f.kind_g, f.site_g, f.class_g, f.nvtx_g, f.stream_id, f.b
     FROM fine f JOIN want w
-      ON w.b = f.b AND w.key IS NOT DISTINCT FROM CASE w."by" WHEN 'kind' THEN f.kind_g WHEN 'site' THEN f.site_g
-                                                 WHEN 'class' THEN f.class_g WHEN 'nvtx' THEN f.nvtx_g ELSE f.stream_id END
+      ON w.b = f.b
+     AND w.key IS NOT DISTINCT FROM group_key(w."by", f.kind_g, f.site_g, f.class_g, f.nvtx_g, f.stream_id)
 ),
 fine_vals AS (
     SELECT x.kind_g, x.site_g, x.class_g, x.nvtx_g, x.stream_id, x.host_ns, count(*) AS n
@@ -132,8 +128,7 @@ fine_vals AS (
 ),
 vals AS (
     SELECT v."by", v.key, v.b, v.host_ns, sum(v.n)::BIGINT AS n
-    FROM (SELECT u."by", CASE u."by" WHEN 'kind' THEN kind_g WHEN 'site' THEN site_g WHEN 'class' THEN class_g
-                                    WHEN 'nvtx' THEN nvtx_g ELSE stream_id END AS key,
+    FROM (SELECT u."by", group_key(u."by", kind_g, site_g, class_g, nvtx_g, stream_id) AS key,
                  host_ns >> 16 AS b, host_ns, n
           FROM fine_vals CROSS JOIN groupings u) v
     SEMI JOIN want w ON w."by" = v."by" AND w.key IS NOT DISTINCT FROM v.key AND w.b = v.b
