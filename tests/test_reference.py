@@ -7,6 +7,7 @@ percentiles by sorting (the rank ceil(n * q): the smallest value whose cumulativ
 Nothing of nsysh2d's SQL or DuckDB is used to compute the expected values.
 """
 import json
+import re
 import sqlite3
 from collections import defaultdict
 
@@ -116,3 +117,95 @@ def test_totals_and_listed_calls_equal_plain_sql(name, reports):
         c = by_start[(r["api_start_ns"], r["stream"])]
         assert (r["host_ns"], r["wait_ns"], r["bytes"]) == (c["host_ns"], c["gpu_start"] - c["start"], c["bytes"])
         assert r["nvtx_range"] == c["nvtx"]
+
+
+STEP = re.compile(r"^step\b")   # the default --step-pattern
+
+
+def reference_steps(path):
+    """The step ranges (NVTX push/pop or start/end ranges named by the pattern) as (start, end, process) in
+    the ordinal order: by start, then end."""
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = con.execute("""
+            SELECT nv.start, nv."end", nv.globalTid / 16777216, COALESCE(nv.text, ns.value)
+            FROM NVTX_EVENTS nv LEFT JOIN StringIds ns ON ns.id = nv.textId
+            WHERE nv."end" >= nv.start AND nv.eventType IN (SELECT id FROM ENUM_NSYS_EVENT_TYPE
+                                                            WHERE label IN ('NvtxPushPopRange', 'NvtxStartEndRange'))
+        """).fetchall()
+    finally:
+        con.close()
+    return sorted((s, e, p) for s, e, p, name in rows if name and STEP.search(name))
+
+
+def step_of(call, steps):
+    """The first step (ordinal) of the call's process that contains the call whole; None: none does."""
+    return next((i for i, (s, e, p) in enumerate(steps)
+                 if p == call["tid"] // 16777216 and s <= call["start"] and call["end"] <= e), None)
+
+
+def tangled_copy(tmp_path, name):
+    """A copy of a real export with step ranges added around its copies that nest, overlap by 1 ns, touch,
+    have no length, or belong to another thread of the process or to another process."""
+    import random
+    import shutil
+
+    path = tmp_path / f"{name}-tangled.sqlite"
+    shutil.copy(H200 / f"{name}.sqlite", path)
+    calls = sorted(reference_calls(path), key=lambda c: c["start"])
+    rng = random.Random(7)
+    tid = calls[0]["tid"]
+    rows = []
+    for i, c in enumerate(calls[:: max(1, len(calls) // 40)]):
+        shape = i % 6
+        if shape == 0:      # a long step holding several calls, with a step nested inside it
+            rows += [(c["start"] - 10, c["end"] + 5_000_000, tid), (c["start"], c["end"], tid)]
+        elif shape == 1:    # two steps overlapping by 1 ns where the call sits
+            rows += [(c["start"] - 100, c["end"], tid), (c["end"] - 1, c["end"] + 100, tid)]
+        elif shape == 2:    # touching steps: the call fills one exactly, the next starts where it ends
+            rows += [(c["start"], c["end"], tid), (c["end"], c["end"] + rng.randint(1, 700), tid)]
+        elif shape == 3:    # a step of no length at the call's start, and one that ends 1 ns too early
+            rows += [(c["start"], c["start"], tid), (c["start"] - 3, c["end"] - 1, tid)]
+        elif shape == 4:    # another thread of the process (counts), another process (does not)
+            rows += [(c["start"] - 50, c["end"] + 50, tid + 1), (c["start"] - 60, c["end"] + 60, tid + (1 << 24))]
+        else:               # a step from well before that outlasts the call
+            rows += [(c["start"] - rng.randint(10**5, 10**7), c["end"] + 1, tid)]
+    con = sqlite3.connect(path)
+    ev = con.execute("SELECT id FROM ENUM_NSYS_EVENT_TYPE WHERE label = 'NvtxPushPopRange'").fetchone()[0]
+    con.executemany("INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid) VALUES (?, ?, ?, ?, ?)",
+                    [(s, e, ev, f"step extra {k}", g) for k, (s, e, g) in enumerate(rows)])
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("name", ["train-loop-before", "qwen3vl-before", "tangled train-loop-before",
+                                  "tangled qwen3vl-before"])
+def test_per_step_figures_equal_plain_sql(name, tmp_path):
+    """by_step (each call in the first step range of its process that contains it) and the in-steps
+    figures of every group, against a search over the step ranges in Python; on real exports and on
+    copies of them with added step ranges of every shape (with_step's ASOF join has to be exact there)."""
+    path = tangled_copy(tmp_path, name.split()[1]) if name.startswith("tangled") else H200 / f"{name}.sqlite"
+    calls, steps = reference_calls(path), reference_steps(path)
+    assert steps and any(step_of(c, steps) is not None for c in calls)
+    if name.startswith("tangled"):   # the case with_step must get right: steps of a process overlap or touch
+        assert any(p == q and s <= e for (_, e, p), (s, _, q) in zip(steps, steps[1:]))
+    r = run_cli("analyze", "--no-cache", "--format", "json", path)
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout)["reports"][0]
+    want = defaultdict(lambda: [0, 0, 0])
+    in_steps = defaultdict(int)
+    for c in calls:
+        s = step_of(c, steps)
+        w = want[(s, c["src"])]
+        w[0] += 1
+        if c["host_ns"] >= MIN_NS:
+            w[1] += 1
+            w[2] += c["host_ns"]
+            if s is not None:
+                in_steps[(c["src"], c["dst"])] += c["host_ns"]
+    got = {(r["step"], r["src_kind"]): [r["calls"], r["long_calls"], r["long_ns"]] for r in rep["by_step"]}
+    assert got == dict(want)
+    assert {(r["src_kind"], r["dst_kind"]): r["long_ns_in_steps"] for r in rep["by_kind"]} == \
+        {k: in_steps.get(k, 0) for k in {(c["src"], c["dst"]) for c in calls}}
+    assert rep["steps"]["steps"] == len(steps)

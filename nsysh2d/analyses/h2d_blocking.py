@@ -133,12 +133,15 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     """The report of one copy model with these options."""
     opts.check()
     check_pattern(model, opts.step_pattern)
+    from ..model.pipeline import stage
     kinds = group_rows(model, "kind", opts)
-    row = model.rows("analyses/steps", {"pattern": opts.step_pattern})[0]
+    with stage("steps"):
+        row = model.rows("analyses/steps", {"pattern": opts.step_pattern})[0]
     steps = Steps(opts.step_pattern, row["steps"], row["step_ns"])
     meta = model.meta
     apis = api_rows(model, opts)
-    by_step = model.rows("analyses/by_step", opts.params(pattern=opts.step_pattern))
+    with stage("by step"):
+        by_step = model.rows("analyses/by_step", opts.params(pattern=opts.step_pattern))
     return Report(path=model.path, nsys_version=meta.get("nsys_version"), schema_version=meta.get("schema_version"),
                   gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
                   totals=Totals.of(kinds, steps, apis, model.anomalies, by_step), by_kind=kinds,
@@ -178,7 +181,9 @@ def api_rows(model, opts: Options) -> list[dict]:
     """Figures per copy API, synchronous and asynchronous (analyses/by_api.sql)."""
     opts.check()
     model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
-    return model.rows("analyses/by_api", {"min_ns": opts.min_ns, "direction": opts.direction})
+    from ..model.pipeline import stage
+    with stage("by api"):
+        return model.rows("analyses/by_api", {"min_ns": opts.min_ns, "direction": opts.direction})
 
 
 def check_pattern(model, pattern: str) -> None:

@@ -42,7 +42,8 @@ class CopyModel:
 
     @classmethod
     def open(cls, path: str, **kwargs) -> "CopyModel":
-        trace = Trace.open(path, **kwargs)
+        with pipeline.stage("open"):
+            trace = Trace.open(path, **kwargs)
         try:
             return cls(trace)
         except BaseException:

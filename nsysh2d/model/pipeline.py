@@ -91,7 +91,7 @@ FOLDS = ("(SELECT count(*) FROM copy_keys_multi) > 0 "
 
 PIPELINE: tuple[Step, ...] = (
     Step("rules", (), ("is_long()", "waited_for_gpu()", "is_blocking()", "waited_behind_backlog()")),
-    Step("nvtx", ("n.nvtx_ranges",), ("nvtx_ranges", "nvtx_tree", "nvtx_events", "with_nvtx()")),
+    Step("nvtx", ("n.nvtx_ranges",), ("nvtx_ranges", "nvtx_tree", "nvtx_events", "with_nvtx()", "with_step()")),
     Step("store", (), ("memcpy_raw", "api_raw", "copies", "folded", "fold_stats", "orphan_stats")),
     Step("store_memcpy", ("n.memcpy",), ("memcpy_raw",), checkpoint=True),
     Step("store_calls", ("api_part",), ("api_raw",), each_part=True),

@@ -3,19 +3,13 @@
 -- step: ordinal of the step range (by start time, from 0) during which the call ran, in the call's
 -- process (any thread: a copy made by a helper thread during a step belongs to that step); NULL: outside
 -- every step (model init, warm-up before the first step, shutdown). gpu_idle_ns: GPU idle during long calls.
-WITH steps AS (
-    SELECT global_pid_of(global_tid) AS global_pid, start, "end",
-           (row_number() OVER (ORDER BY start, "end") - 1)::INTEGER AS step
-    FROM nvtx_ranges WHERE regexp_matches(name, $pattern)
-),
-c AS (
-    SELECT x.global_pid, x.correlation_id, any_value(x.src_kind_name) AS src_kind, any_value(x.host_ns) AS host_ns,
-           any_value(x.gpu_idle_ns) AS gpu_idle_ns, any_value(x.device_id) AS device_id,
-           bool_or(x.waited_for_gpu) AS waited, min(s.step) AS step
-    FROM copies_x x
-    LEFT JOIN steps s ON s.global_pid = x.global_pid AND x.api_start >= s.start AND x.api_end <= s."end"
-    WHERE selected(x.direction, x.sync, $direction, $calls)
-    GROUP BY x.global_pid, x.correlation_id
+WITH c AS (
+    -- One row per call (calls has one per process and correlation id), with its step (with_step, nvtx.sql).
+    SELECT s.src_kind_name AS src_kind, s.api_end - s.api_start AS host_ns, b.gpu_idle_ns, s.device_id,
+           waited_for_gpu(s.api_end, s.gpu_start, s.api_end - s.api_start, b.backlog_ns) AS waited, s.step
+    FROM with_step('calls_l', $pattern) s
+    LEFT JOIN backlog b ON b.global_pid = s.global_pid AND b.correlation_id = s.correlation_id
+    WHERE selected(s.direction, s.sync, $direction, $calls)
 )
 SELECT step, src_kind, count(*) AS calls,
        count(*) FILTER (WHERE is_long(host_ns, $min_ns)) AS long_calls,

@@ -18,10 +18,9 @@
 -- limit), and the labels join onto the few result rows.
 -- Two passes over copies_x (each a join of every call to its labels, attribution and backlog): fine, which
 -- also counts the calls per duration bucket (the percentiles' histogram), and the calls of the few buckets
--- that hold a percentile. in_step reads the narrow calls_l (2x: 2.1-2.4 -> 1.75 s; four passes before).
-WITH steps AS (
-    SELECT global_pid_of(global_tid) AS global_pid, start, "end" FROM nvtx_ranges WHERE regexp_matches(name, $pattern)
-),
+-- that hold a percentile. in_step reads the narrow calls_l (2x: 2.1-2.4 -> 1.75 s; four passes before), its
+-- steps found by with_step (nvtx.sql).
+WITH
 -- Not materialized: DuckDB would otherwise hold all of x (read twice below) at once.
 x AS NOT MATERIALIZED (
     SELECT global_pid, correlation_id, api_start, api_end, host_ns, gpu_idle_ns, device_id, waited_for_gpu, bytes,
@@ -29,12 +28,13 @@ x AS NOT MATERIALIZED (
            CASE site_origin WHEN 'native' THEN 1 WHEN 'python' THEN 2 ELSE 4 END AS origin_bit
     FROM copies_x WHERE selected(direction, sync, $direction, $calls)
 ),
-in_step AS MATERIALIZED (   -- long calls only: the *_in_steps figures count no other
+long_calls AS (   -- long calls only: the *_in_steps figures count no other
     -- From calls_l, not x: only the joins its filter needs (the rows of copies_x exactly).
-    SELECT DISTINCT c.global_pid, c.correlation_id
-    FROM calls_l c
-    JOIN steps s ON s.global_pid = c.global_pid AND c.api_start >= s.start AND c.api_end <= s."end"
-    WHERE selected(c.direction, c.sync, $direction, $calls) AND is_long(c.api_end - c.api_start, $min_ns)
+    SELECT global_pid, correlation_id, api_start, api_end FROM calls_l
+    WHERE selected(direction, sync, $direction, $calls) AND is_long(api_end - api_start, $min_ns)
+),
+in_step AS MATERIALIZED (
+    SELECT global_pid, correlation_id FROM with_step('long_calls', $pattern) WHERE step IS NOT NULL
 ),
 c AS (
     SELECT x.*, i.correlation_id IS NOT NULL AS in_step

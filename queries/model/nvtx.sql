@@ -75,3 +75,29 @@ SELECT j.*, CASE WHEN r."end" >= j.api_end THEN r.id END::INTEGER AS nvtx_id
 FROM j
 ASOF LEFT JOIN ev e ON e.global_tid = j.global_tid AND j.api_start >= e.t
 LEFT JOIN nvtx_tree r ON r.id = e.inner_id;
+
+-- with_step(calls, pattern): the calls of the named table or view (global_pid, api_start, api_end, ...)
+-- with the ordinal of the step range they ran in (step: the NVTX ranges whose name matches the regular
+-- expression, numbered by start and end from 0, across processes; a call belongs to the first step of
+-- its process that contains it whole; NULL: none). One ASOF join, exact for nested, overlapping and
+-- touching steps too: in a process's steps in order, the first one that ends at or after the call ends
+-- is the first to set a new latest end (every earlier one ended before the call did); it is the answer
+-- if it also started by the call's start (the steps that did form a prefix of the order), else no step
+-- contains the call. A join on the containment itself paired every call with every step of its process
+-- (calls x steps: it grew with the square of the trace).
+CREATE TEMP MACRO with_step(calls, pattern) AS TABLE
+WITH steps AS (
+    SELECT global_pid_of(global_tid) AS global_pid, start, "end",
+           (row_number() OVER (ORDER BY start, "end") - 1)::INTEGER AS step
+    FROM nvtx_ranges WHERE regexp_matches(name, pattern)
+),
+records AS (
+    SELECT global_pid, start, "end", step FROM (
+        SELECT *, max("end") OVER (PARTITION BY global_pid ORDER BY step
+                                   ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS ended_before
+        FROM steps)
+    WHERE ended_before IS NULL OR "end" > ended_before
+)
+SELECT j.*, CASE WHEN s.start <= j.api_start THEN s.step END AS step
+FROM query_table(calls) j
+ASOF LEFT JOIN records s ON s.global_pid = j.global_pid AND j.api_end <= s."end";
