@@ -66,23 +66,21 @@ def spans_condition(spans: list[tuple[int, int]], bucket_bits: int = 20, max_buc
         return "0"
     exact = " OR ".join(f'("end" >= {lo} AND start < {hi})' for lo, hi in spans)
     k = bucket_bits
-    while k < 62 and _bucket_count(spans, k) > max_buckets:
+    while k < 62 and sum(b - a + 1 for a, b in _bucket_ranges(spans, k)) > max_buckets:
         k += 1
-    buckets = sorted({b for lo, hi in spans for b in range(lo >> k, ((hi + (1 << k)) >> k) + 1)})
-    return (f'(("end" >> {k}) IN ({", ".join(map(str, buckets))}) OR "end" - start > {1 << k}) '
-            f"AND ({exact})")
+    buckets = [str(x) for a, b in _bucket_ranges(spans, k) for x in range(a, b + 1)]
+    return f'(("end" >> {k}) IN ({", ".join(buckets)}) OR "end" - start > {1 << k}) AND ({exact})'
 
 
-def _bucket_count(spans: list[tuple[int, int]], k: int) -> int:
-    """How many distinct buckets of 2^k the spans' [lo, hi + 2^k] touch (their bucket ranges merged)."""
-    n, last = 0, None
+def _bucket_ranges(spans: list[tuple[int, int]], k: int) -> list[tuple[int, int]]:
+    """The buckets of 2^k that the spans' [lo, hi + 2^k] touch, as sorted disjoint inclusive ranges."""
+    out: list[tuple[int, int]] = []
     for a, b in sorted((lo >> k, (hi + (1 << k)) >> k) for lo, hi in spans):
-        if last is not None and a <= last:
-            a = last + 1
-        if b >= a:
-            n += b - a + 1
-            last = b
-    return n
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 # Some calls need folding (copies_fold.sql): several rows of one call, or runtime rows without activity.
@@ -113,7 +111,7 @@ PIPELINE: tuple[Step, ...] = (
          ("kind_labels", "api_names", "calls_k")),
     Step("attrib", ("calls_k", "kind_labels", "n.callchains"), ("native_sites", "fixes", "attrib"),
          prepare=attribution.native_sites),
-    Step("copies_x", ("calls_k", "kind_labels", "api_names", "nvtx_tree", "attrib"),
+    Step("copies_x", ("calls_k", "kind_labels", "api_names", "nvtx_tree", "attrib", "waited_for_gpu()"),
          ("calls_l", "copies_x", "group_key()", "backlog", "work", "work_windows", "work_spans")),
 )
 

@@ -5,11 +5,9 @@
 -- every step (model init, warm-up before the first step, shutdown). gpu_idle_ns: GPU idle during long calls.
 WITH c AS (
     -- One row per call (calls has one per process and correlation id), with its step (with_step, nvtx.sql).
-    SELECT s.src_kind_name AS src_kind, s.api_end - s.api_start AS host_ns, b.gpu_idle_ns, s.device_id,
-           waited_for_gpu(s.api_end, s.gpu_start, s.api_end - s.api_start, b.backlog_ns) AS waited, s.step
-    FROM with_step('calls_l', $pattern) s
-    LEFT JOIN backlog b ON b.global_pid = s.global_pid AND b.correlation_id = s.correlation_id
-    WHERE selected(s.direction, s.sync, $direction, $calls)
+    SELECT src_kind_name AS src_kind, host_ns, gpu_idle_ns, device_id, waited_for_gpu AS waited, step
+    FROM with_step('calls_l', $pattern)
+    WHERE selected(direction, sync, $direction, $calls)
 )
 SELECT step, src_kind, count(*) AS calls,
        count(*) FILTER (WHERE is_long(host_ns, $min_ns)) AS long_calls,

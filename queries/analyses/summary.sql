@@ -31,7 +31,7 @@ x AS NOT MATERIALIZED (
 long_calls AS (   -- long calls only: the *_in_steps figures count no other
     -- From calls_l, not x: only the joins its filter needs (the rows of copies_x exactly).
     SELECT global_pid, correlation_id, api_start, api_end FROM calls_l
-    WHERE selected(direction, sync, $direction, $calls) AND is_long(api_end - api_start, $min_ns)
+    WHERE selected(direction, sync, $direction, $calls) AND is_long(host_ns, $min_ns)
 ),
 in_step AS MATERIALIZED (
     SELECT global_pid, correlation_id FROM with_step('long_calls', $pattern) WHERE step IS NOT NULL

@@ -1,7 +1,8 @@
 -- copies_x: every copy call with its labels, NVTX range, attribution and backlog (a view over the
 -- narrow `calls`: the strings live once in small tables, not once per call). No parameters.
--- calls_l: the same rows with their kind and API labels only (what selecting calls by direction and API
--- needs: summary.sql's in-step calls read it instead of joining attribution and NVTX as copies_x does).
+-- calls_l: the same rows with their kind and API labels and backlog only (what selecting calls by direction
+-- and API and judging them needs: summary.sql's in-step calls and by_step.sql read it instead of joining
+-- attribution and NVTX as copies_x does).
 -- group_key(by, ...): the label number a grouping of summary.sql groups on.
 -- backlog_ns: GPU work queued ahead of the call on its stream (table `backlog`, computed by
 -- backlog.sql only for the calls a report needs; NULL for the others). gpu_idle_ns: how long, during
@@ -15,16 +16,19 @@ CREATE TEMP TABLE work_windows (lo BIGINT, hi BIGINT);
 CREATE TEMP TABLE work_spans (lo BIGINT, hi BIGINT);
 
 CREATE TEMP VIEW calls_l AS
-SELECT c.*, s.value AS api_name, s.api, COALESCE(s.sync, false) AS sync,
-       k.src_kind_name, k.dst_kind_name, k.copy_kind_name, k.direction, k.kind_g, k.src_g
+SELECT c.*, c.api_end - c.api_start AS host_ns, s.value AS api_name, s.api, COALESCE(s.sync, false) AS sync,
+       k.src_kind_name, k.dst_kind_name, k.copy_kind_name, k.direction, k.kind_g, k.src_g,
+       b.backlog_ns, b.gpu_idle_ns,
+       waited_for_gpu(c.api_end, c.gpu_start, c.api_end - c.api_start, b.backlog_ns) AS waited_for_gpu
 FROM calls_k c
 LEFT JOIN api_names s ON s.id = c.name_id
 JOIN kind_labels k ON k.kind_id = c.kind_id
+LEFT JOIN backlog b ON b.global_pid = c.global_pid AND b.correlation_id = c.correlation_id
 WHERE c.api_end >= c.api_start;
 
 CREATE TEMP VIEW copies_x AS
 SELECT c.global_pid, c.global_tid, c.correlation_id, c.name_id,
-       c.api_start, c.api_end, c.api_end - c.api_start AS host_ns,
+       c.api_start, c.api_end, c.host_ns,
        c.gpu_start, c.gpu_end, c.gpu_end - c.gpu_start AS gpu_ns, c.bytes,
        c.copy_kind, c.src_kind, c.dst_kind, c.device_id, c.stream_id, c.activity_rows, c.api_rows,
        c.callchain_id, c.nvtx_id, c.kind_id,
@@ -34,17 +38,15 @@ SELECT c.global_pid, c.global_tid, c.correlation_id, c.name_id,
        c.src_kind_name, c.dst_kind_name, c.copy_kind_name, c.direction,
        c.kind_g, c.src_g, COALESCE(a.site_g, 0) AS site_g, COALESCE(a.class_g, 0) AS class_g,
        COALESCE(a.fix_g, 0) AS fix_g, COALESCE(t.name_g, 0) AS nvtx_g,
-       b.backlog_ns, b.gpu_idle_ns,
+       c.backlog_ns, c.gpu_idle_ns,
        c.gpu_start - c.api_start AS wait_ns,
        t.name AS nvtx_range, t.path AS nvtx_path,
-       a.site, a.site_line, a.site_origin, a.source_class, a.evidence, a.fix,
-       waited_for_gpu(c.api_end, c.gpu_start, c.api_end - c.api_start, b.backlog_ns) AS waited_for_gpu
+       a.site, a.site_line, a.site_origin, a.source_class, a.evidence, a.fix, c.waited_for_gpu
 FROM calls_l c
 LEFT JOIN nvtx_tree t ON t.id = c.nvtx_id
 LEFT JOIN attrib a
   ON a.kind_id = c.kind_id AND a.callchain_id IS NOT DISTINCT FROM c.callchain_id
- AND a.py_site_id IS NOT DISTINCT FROM c.py_site_id
-LEFT JOIN backlog b ON b.global_pid = c.global_pid AND b.correlation_id = c.correlation_id;
+ AND a.py_site_id IS NOT DISTINCT FROM c.py_site_id;
 
 CREATE TEMP MACRO group_key("by", kind_g, site_g, class_g, nvtx_g, stream_id) AS
 CASE "by" WHEN 'kind' THEN kind_g WHEN 'site' THEN site_g WHEN 'class' THEN class_g WHEN 'nvtx' THEN nvtx_g
