@@ -113,3 +113,22 @@ def test_api_summary_bad_input(tmp_path):
     bad.write_text("not sqlite")
     r = run_cli("api-summary", str(bad))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and r.stdout == ""
+
+
+def test_api_summary_text_in_an_integer_column(tmp_path):
+    """A damaged export with text where nsys writes an integer time: one line naming the table and the value,
+    exit 2, nothing on stdout, the file untouched."""
+    path = tmp_path / "text.sqlite"
+    shutil.copy(H200 / "api-probe.sqlite", path)
+    con = sqlite3.connect(path)
+    try:
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = 'abc' "
+                    "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_RUNTIME)")
+        con.commit()
+    finally:
+        con.close()
+    before = path.read_bytes()
+    r = run_cli("api-summary", str(path))
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert "runtime table" in r.stderr and '"abc"' in r.stderr
+    assert path.read_bytes() == before
