@@ -209,3 +209,49 @@ def test_per_step_figures_equal_plain_sql(name, tmp_path):
     assert {(r["src_kind"], r["dst_kind"]): r["long_ns_in_steps"] for r in rep["by_kind"]} == \
         {k: in_steps.get(k, 0) for k in {(c["src"], c["dst"]) for c in calls}}
     assert rep["steps"]["steps"] == len(steps)
+
+
+PYBT = [H200 / "qwen3vl-before.sqlite", H200 / "api-probe-pybt.sqlite"]
+
+
+@pytest.mark.parametrize("path", PYBT, ids=[p.stem for p in PYBT])
+def test_python_marks_equal_a_search_over_the_marks(path):
+    """model/python_marks.sql (the calls near a mark's time bucket first, then the ASOF join) against a search
+    in Python over the file's marks: each call's latest Python-backtrace mark on its thread at most the window
+    before it. Windows taken from the real gaps (a call exactly the window after its mark, 1 ns past it) put
+    calls on both sides of the bucket edges."""
+    from bisect import bisect_right
+
+    from nsysh2d.model import CopyModel
+
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        marks = defaultdict(list)
+        for tid, start in con.execute("""
+                SELECT globalTid, start FROM NVTX_EVENTS WHERE "end" IS NULL AND domainId IN (
+                    SELECT domainId FROM NVTX_EVENTS WHERE text = 'Python Backtrace on CUDA'
+                    OR textId IN (SELECT id FROM StringIds WHERE value = 'Python Backtrace on CUDA'))"""):
+            marks[tid].append(start)
+    finally:
+        con.close()
+    for v in marks.values():
+        v.sort()
+    model = CopyModel.open(str(path))
+    try:
+        calls = model.trace.con.execute("SELECT global_pid, correlation_id, global_tid, api_start FROM calls").fetchall()
+
+        def latest(tid, t):
+            v = marks.get(tid, [])
+            i = bisect_right(v, t)
+            return v[i - 1] if i else None
+
+        gaps = sorted(t - m for _, _, tid, t in calls if (m := latest(tid, t)) is not None)
+        assert len(gaps) > 10
+        windows = {1, gaps[0], gaps[len(gaps) // 2], gaps[len(gaps) // 2] - 1, gaps[-1], 10**9}
+        for w in windows:
+            want = sorted((p, c, tid, m) for p, c, tid, t in calls
+                          if (m := latest(tid, t)) is not None and t - m <= w)
+            got = sorted(r[:4] for r in model.trace.run("model/python_marks", {"window_ns": w}).fetchall())
+            assert got == want, w
+    finally:
+        model.close()
