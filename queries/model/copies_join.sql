@@ -15,7 +15,7 @@ INSERT INTO copies BY NAME
 SELECT a.global_tid, global_pid_of(a.global_tid) AS global_pid, a.correlation_id,
        a.name_id, a.api_start, a.api_end, m.start AS gpu_start, m."end" AS gpu_end,
        m.bytes, m.copy_kind, m.src_kind, m.dst_kind, m.device_id, m.stream_id,
-       1 AS activity_rows, 1 AS api_rows, a.callchain_id, a.nvtx_id
+       1 AS activity_rows, 1 AS api_rows, a.callchain_id, a.nvtx_id, a.nvtx_g
 FROM with_nvtx('api_calls') a
 -- An activity row with a NULL globalPid (older exports) matches the call's process.
 JOIN memcpy_raw m

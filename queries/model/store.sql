@@ -21,7 +21,7 @@ CREATE TABLE store.copies (global_tid BIGINT, global_pid BIGINT, correlation_id 
                            api_start BIGINT, api_end BIGINT, gpu_start BIGINT, gpu_end BIGINT, bytes BIGINT,
                            copy_kind INTEGER, src_kind INTEGER, dst_kind INTEGER, device_id INTEGER,
                            stream_id INTEGER, activity_rows INTEGER, api_rows INTEGER, callchain_id BIGINT,
-                           nvtx_id INTEGER);
+                           nvtx_id INTEGER, nvtx_g INTEGER);
 CREATE TABLE store.folded AS SELECT * FROM store.copies WHERE false;
 CREATE TABLE store.fold_stats (memcpy_duplicates BIGINT, shared_correlation BIGINT, api_rows_without_activity BIGINT);
 CREATE TABLE store.orphan_stats (activity_without_call BIGINT);
