@@ -146,7 +146,8 @@ def step_of(call, steps):
 
 def tangled_copy(tmp_path, name):
     """A copy of a real export with step ranges added around its copies that nest, overlap by 1 ns, touch,
-    have no length, or belong to another thread of the process or to another process."""
+    have no length, start 1 ns after the call, both hold it, or belong to another thread of the process or
+    to another process."""
     import random
     import shutil
 
@@ -157,7 +158,7 @@ def tangled_copy(tmp_path, name):
     tid = calls[0]["tid"]
     rows = []
     for i, c in enumerate(calls[:: max(1, len(calls) // 40)]):
-        shape = i % 6
+        shape = i % 8
         if shape == 0:      # a long step holding several calls, with a step nested inside it
             rows += [(c["start"] - 10, c["end"] + 5_000_000, tid), (c["start"], c["end"], tid)]
         elif shape == 1:    # two steps overlapping by 1 ns where the call sits
@@ -168,8 +169,12 @@ def tangled_copy(tmp_path, name):
             rows += [(c["start"], c["start"], tid), (c["start"] - 3, c["end"] - 1, tid)]
         elif shape == 4:    # another thread of the process (counts), another process (does not)
             rows += [(c["start"] - 50, c["end"] + 50, tid + 1), (c["start"] - 60, c["end"] + 60, tid + (1 << 24))]
-        else:               # a step from well before that outlasts the call
+        elif shape == 5:    # a step from well before that outlasts the call
             rows += [(c["start"] - rng.randint(10**5, 10**7), c["end"] + 1, tid)]
+        elif shape == 6:    # a step that starts 1 ns after the call and outlasts it: the call is not in it
+            rows += [(c["start"] + 1, c["end"] + 40, tid)]
+        else:               # two steps that both hold the call, the first ending exactly where the call ends
+            rows += [(c["start"] - 20, c["end"], tid), (c["start"] - 10, c["end"] + 30, tid)]
     con = sqlite3.connect(path)
     ev = con.execute("SELECT id FROM ENUM_NSYS_EVENT_TYPE WHERE label = 'NvtxPushPopRange'").fetchone()[0]
     con.executemany("INSERT INTO NVTX_EVENTS (start, \"end\", eventType, text, globalTid) VALUES (?, ?, ?, ?, ?)",
