@@ -112,12 +112,12 @@ PIPELINE: tuple[Step, ...] = (
     Step("attrib", ("calls_k", "kind_labels", "n.callchains"), ("native_sites", "fixes", "attrib"),
          prepare=attribution.native_sites),
     Step("copies_x", ("calls_k", "kind_labels", "api_names", "nvtx_tree", "attrib", "waited_for_gpu()"),
-         ("calls_l", "copies_x", "group_key()", "backlog", "work", "work_windows", "work_spans")),
+         ("calls_l", "copies_g", "copies_x", "group_key()", "backlog", "work", "work_windows", "work_spans")),
 )
 
 # On demand, for the calls a report needs (model/backlog_probes.sql says which).
 BACKLOG: tuple[Step, ...] = (
-    Step("backlog_probes", ("copies_x", "backlog"), ("probes",)),
+    Step("backlog_probes", ("calls_l", "backlog"), ("probes",)),
     Step("probe_windows", ("probes",), ("work_windows", "work_spans")),
     Step("work", ("work_spans", "gpu_work", "memcpy_raw"), ("work",), prepare=read_gpu_work),
     Step("busy", ("work", "probes"), ("busy_spans",)),

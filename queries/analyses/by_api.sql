@@ -14,7 +14,7 @@ WITH a AS (
            quantile_disc(host_ns, 0.5) AS p50_ns,
            max(host_ns) AS max_ns,
            sum(bytes)::BIGINT AS bytes
-    FROM copies_x
+    FROM calls_l
     WHERE selected(direction, sync, $direction, 'all')
     GROUP BY api, sync
 )

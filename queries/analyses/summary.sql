@@ -16,7 +16,7 @@
 -- Narrow on purpose: the per-call rows carry integer ids of their labels only (a label is one of a few
 -- distinct values, but a string per call is ~200 bytes: 2 M calls would not fit DuckDB's memory
 -- limit), and the labels join onto the few result rows.
--- Two passes over copies_x (each a join of every call to its labels, attribution and backlog): fine, which
+-- Two passes over copies_g (each a join of every call to its labels, attribution and backlog): fine, which
 -- also counts the calls per duration bucket (the percentiles' histogram), and the calls of the few buckets
 -- that hold a percentile. in_step reads the narrow calls_l (2x: 2.1-2.4 -> 1.75 s; four passes before), its
 -- steps found by with_step (nvtx.sql).
@@ -26,7 +26,7 @@ x AS NOT MATERIALIZED (
     SELECT global_pid, correlation_id, api_start, api_end, host_ns, gpu_idle_ns, device_id, waited_for_gpu, bytes,
            kind_g, src_g, site_g, class_g, fix_g, nvtx_g, stream_id,
            CASE site_origin WHEN 'native' THEN 1 WHEN 'python' THEN 2 ELSE 4 END AS origin_bit
-    FROM copies_x WHERE selected(direction, sync, $direction, $calls)
+    FROM copies_g WHERE selected(direction, sync, $direction, $calls)
 ),
 long_calls AS (   -- long calls only: the *_in_steps figures count no other
     -- From calls_l, not x: only the joins its filter needs (the rows of copies_x exactly).

@@ -11,7 +11,7 @@ CREATE OR REPLACE TEMP TABLE probes AS
 SELECT global_pid, correlation_id, api_start, api_end, gpu_start, device_id, stream_id, n_long
 FROM (
     SELECT *, row_number() OVER (PARTITION BY sync ORDER BY host_ns DESC, api_start) AS rn, count(*) OVER () AS n_long
-    FROM copies_x
+    FROM calls_l
     WHERE is_long(host_ns, $min_ns) AND ($direction = 'all' OR direction = $direction)
 )
 WHERE backlog_ns IS NULL

@@ -1,8 +1,11 @@
 -- copies_x: every copy call with its labels, NVTX range, attribution and backlog (a view over the
 -- narrow `calls`: the strings live once in small tables, not once per call). No parameters.
 -- calls_l: the same rows with their kind and API labels and backlog only (what selecting calls by direction
--- and API and judging them needs: summary.sql's in-step calls and by_step.sql read it instead of joining
--- attribution and NVTX as copies_x does).
+-- and API and judging them needs: summary.sql's in-step calls, by_step.sql, by_api.sql and
+-- backlog_probes.sql read it instead of joining attribution and NVTX as copies_x does).
+-- copies_g: copies_x without the NVTX range's name and path (what summary.sql reads): DuckDB keeps a
+-- LEFT JOIN whose columns nobody reads, and joining every call with the ranges grew faster than the
+-- trace (4x: ~1 s of summary.sql's 2.2 s).
 -- group_key(by, ...): the label number a grouping of summary.sql groups on.
 -- backlog_ns: GPU work queued ahead of the call on its stream (table `backlog`, computed by
 -- backlog.sql only for the calls a report needs; NULL for the others). gpu_idle_ns: how long, during
@@ -26,7 +29,7 @@ JOIN kind_labels k ON k.kind_id = c.kind_id
 LEFT JOIN backlog b ON b.global_pid = c.global_pid AND b.correlation_id = c.correlation_id
 WHERE c.api_end >= c.api_start;
 
-CREATE TEMP VIEW copies_x AS
+CREATE TEMP VIEW copies_g AS
 SELECT c.global_pid, c.global_tid, c.correlation_id, c.name_id,
        c.api_start, c.api_end, c.host_ns,
        c.gpu_start, c.gpu_end, c.gpu_end - c.gpu_start AS gpu_ns, c.bytes,
@@ -40,13 +43,18 @@ SELECT c.global_pid, c.global_tid, c.correlation_id, c.name_id,
        COALESCE(a.fix_g, 0) AS fix_g, c.nvtx_g,
        c.backlog_ns, c.gpu_idle_ns,
        c.gpu_start - c.api_start AS wait_ns,
-       t.name AS nvtx_range, t.path AS nvtx_path,
        a.site, a.site_line, a.site_origin, a.source_class, a.evidence, a.fix, c.waited_for_gpu
 FROM calls_l c
-LEFT JOIN nvtx_tree t ON t.id = c.nvtx_id
 LEFT JOIN attrib a
   ON a.kind_id = c.kind_id AND a.callchain_id IS NOT DISTINCT FROM c.callchain_id
  AND a.py_site_id IS NOT DISTINCT FROM c.py_site_id;
+
+CREATE TEMP VIEW copies_x AS
+SELECT g.* EXCLUDE (site, site_line, site_origin, source_class, evidence, fix, waited_for_gpu),
+       t.name AS nvtx_range, t.path AS nvtx_path,
+       g.site, g.site_line, g.site_origin, g.source_class, g.evidence, g.fix, g.waited_for_gpu
+FROM copies_g g
+LEFT JOIN nvtx_tree t ON t.id = g.nvtx_id;
 
 CREATE TEMP MACRO group_key("by", kind_g, site_g, class_g, nvtx_g, stream_id) AS
 CASE "by" WHEN 'kind' THEN kind_g WHEN 'site' THEN site_g WHEN 'class' THEN class_g WHEN 'nvtx' THEN nvtx_g
