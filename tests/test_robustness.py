@@ -213,6 +213,19 @@ def test_loop_joins_are_off():
     assert [int(v) for v in got] == [0, 0]
 
 
+def test_unsigned_extensions_stay_refused_after_open():
+    """trace.py skips the signature check for the one LOAD of the pinned sqlite scanner (a 45 ms hash);
+    the connection it hands out (a library user's `.trace.con`) refuses unsigned extensions again."""
+    import duckdb
+
+    from nsysh2d.source.trace import Trace
+
+    with Trace.open(str(REAL)) as t:
+        assert t.con.execute("SELECT current_setting('allow_unsigned_extensions')").fetchone()[0] is False
+        with pytest.raises(duckdb.Error):
+            t.con.execute("SET allow_unsigned_extensions = true")
+
+
 def test_text_in_an_integer_column(cli, tmp_path):
     p = copy_db(tmp_path)
     edit(p, f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = 'garbage' WHERE rowid IN ({MEMCPY_CALLS} LIMIT 1)")
