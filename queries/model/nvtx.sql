@@ -29,6 +29,8 @@ SELECT c.id, c.global_tid, c.start, c."end", c.name, c.depth, p.id AS parent_id
 FROM r c
 ASOF LEFT JOIN r p ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND c.start >= p.start;
 
+DROP TABLE nvtx_ranges_id;   -- early: the step's peak memory is what it holds at once
+
 CREATE TEMP TABLE nvtx_tree AS
 WITH RECURSIVE paths(id, path) AS (
     SELECT id, name FROM nvtx_parent WHERE parent_id IS NULL
@@ -45,16 +47,22 @@ FROM nvtx_parent c JOIN paths p ON p.id = c.id;
 -- it gives each call its range (copies.sql). Ends at one time run innermost first, starts outermost
 -- first, so the last event of a time decides.
 CREATE TEMP TABLE nvtx_events AS
-SELECT d.global_tid, d.t,
-       arg_max(CASE WHEN d.delta = 1 THEN d.id ELSE r.parent_id END,
-               d.ord * 4611686018427387904 + CASE WHEN d.delta = 1 THEN d.id ELSE -d.id END) AS inner_id
-FROM nvtx_depth d
-JOIN nvtx_parent r ON r.id = d.id
-GROUP BY d.global_tid, d.t;
+WITH ev AS (
+    SELECT d.global_tid, d.t,
+           arg_max(CASE WHEN d.delta = 1 THEN d.id ELSE r.parent_id END,
+                   d.ord * 4611686018427387904 + CASE WHEN d.delta = 1 THEN d.id ELSE -d.id END) AS inner_id
+    FROM nvtx_depth d
+    JOIN nvtx_parent r ON r.id = d.id
+    GROUP BY d.global_tid, d.t
+)
+-- with that range's end and name number (inner_end, inner_g): what with_nvtx needs of it, so that it
+-- joins no range per call.
+SELECT ev.global_tid, ev.t, ev.inner_id, t."end" AS inner_end, t.name_g AS inner_g
+FROM ev
+LEFT JOIN nvtx_tree t ON t.id = ev.inner_id;
 
 DROP TABLE nvtx_parent;
 DROP TABLE nvtx_depth;
-DROP TABLE nvtx_ranges_id;
 
 -- with_nvtx(calls): the calls of the named table or view (global_tid, api_start, api_end, ...) with
 -- their innermost enclosing NVTX range (nvtx_id; NULL: none) and that range's name number (nvtx_g, 0:
@@ -64,20 +72,24 @@ DROP TABLE nvtx_ranges_id;
 -- only events it can land on: those within the calls' own time span and each thread's last before it
 -- (the ASOF join sorts what it is given: copies_join.sql runs this once per range of calls, and every
 -- range sorting all events made the join grow faster than the trace; 4x: 0.30 -> 0.15 s per range).
+-- The events carry their range's end and name number: a join with nvtx_tree here built a hash table of
+-- every range once per range of calls.
 CREATE TEMP MACRO with_nvtx(calls) AS TABLE
 WITH j AS (SELECT * FROM query_table(calls)),
 span AS (SELECT min(api_start) AS lo_t, max(api_start) AS hi_t FROM j),
 ev AS (
-    SELECT e.global_tid, e.t, e.inner_id FROM nvtx_events e, span WHERE e.t BETWEEN span.lo_t AND span.hi_t
+    SELECT e.global_tid, e.t, e.inner_id, e.inner_end, e.inner_g
+    FROM nvtx_events e, span WHERE e.t BETWEEN span.lo_t AND span.hi_t
     UNION ALL
-    SELECT e.global_tid, max(e.t), arg_max(e.inner_id, e.t) FROM nvtx_events e, span WHERE e.t < span.lo_t
+    -- t is unique per thread (nvtx_events has one row per thread and time): the same row for each column
+    SELECT e.global_tid, max(e.t), arg_max(e.inner_id, e.t), arg_max(e.inner_end, e.t), arg_max(e.inner_g, e.t)
+    FROM nvtx_events e, span WHERE e.t < span.lo_t
     GROUP BY e.global_tid
 )
-SELECT j.*, CASE WHEN r."end" >= j.api_end THEN r.id END::INTEGER AS nvtx_id,
-       COALESCE(CASE WHEN r."end" >= j.api_end THEN r.name_g END, 0)::INTEGER AS nvtx_g
+SELECT j.*, CASE WHEN e.inner_end >= j.api_end THEN e.inner_id END::INTEGER AS nvtx_id,
+       COALESCE(CASE WHEN e.inner_end >= j.api_end THEN e.inner_g END, 0)::INTEGER AS nvtx_g
 FROM j
-ASOF LEFT JOIN ev e ON e.global_tid = j.global_tid AND j.api_start >= e.t
-LEFT JOIN nvtx_tree r ON r.id = e.inner_id;
+ASOF LEFT JOIN ev e ON e.global_tid = j.global_tid AND j.api_start >= e.t;
 
 -- with_step(calls, pattern): the calls of the named table or view (global_pid, api_start, api_end, ...)
 -- with the ordinal of the step range they ran in (step: the NVTX ranges whose name matches the regular
