@@ -104,7 +104,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
     \b
     Environment: NSYSH2D_CACHE_DIR (cache folder; default $XDG_CACHE_HOME or ~/.cache, then
     /nsysh2d), NSYSH2D_MEMORY_LIMIT (DuckDB's memory cap before it spills to the cache folder;
-    default 200MB), NSYSH2D_TIMING=1 (wall time, CPU time and peak memory of each stage on
+    default 160MB), NSYSH2D_TIMING=1 (wall time, CPU time and peak memory of each stage on
     stderr).
     """
     from .analyses.options import Options

@@ -18,8 +18,11 @@ from . import schema, sql
 from .files import check_file, is_sqlite
 
 # DuckDB's own memory (tables, joins, sorts) stays under this; past it, it spills to disk. The parts
-# ingest.py has in flight and the interpreter come on top (docs/benchmarks.md has the peak RSS).
-DEFAULT_MEMORY_LIMIT = "200MB"
+# ingest.py has in flight and the interpreter come on top (docs/benchmarks.md has the peak RSS). 160 MB:
+# measured on the scaled exports (1x/2x/4x, two runs each), as fast as 200 MB (4.0-4.2 / 8.0-8.2 /
+# 17.5-17.7 s against 4.0-4.9 / 7.8-8.7 / 17.1-17.6 s) with a peak RSS of 415-471 MB against 449-554 MB;
+# 128 MB was slower at 4x (18.3-19.7 s).
+DEFAULT_MEMORY_LIMIT = "160MB"
 
 
 def memory_limit() -> str:
