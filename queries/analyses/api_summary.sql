@@ -1,7 +1,8 @@
 -- api_summary: every CUDA API function of the runtime table (runtime and driver calls, as nsys stats
 -- cuda_api_sum counts them: all rows, per nameId), with its host-side time statistics, from api_durations
--- (name_id, d = end - start, n = calls of that function that took d: analyses/api_durations.sql). Exact: the median from the cumulative counts, the standard deviation
--- about the mean in a second pass. No parameters.
+-- (name_id, d = end - start, n = calls of that function that took d: analyses/api_durations.sql). Exact:
+-- the median from the cumulative counts, the standard deviation about the mean in a second pass. No
+-- parameters.
 -- name: the function's name without a four-digit `_vNNNN` suffix (nsys stats' rule: `_v11010` stays); time_pct: its share of the total time of all
 -- functions listed (not of the run's wall time); median_ns: the median of end - start (the mean of the two
 -- middle values for an even count).
