@@ -147,6 +147,28 @@ def test_overflowing_timestamps_are_left_out_and_counted(tmp_path):
         in rep["warnings"]
 
 
+def test_unclaimed_activity_found_when_the_counts_balance(tmp_path):
+    """pipeline.ALL_CLAIMED answers "every copy has its call" from counts when it can. Here the counts balance
+    and still one copy has no call: activity rows without globalPid (older exports), one call deleted, and
+    another call's row repeated in a second process, so that one copy matches two calls."""
+    p = build(tmp_path, "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET globalPid = NULL",
+              f"DELETE FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid IN ({MEMCPY_CALLS} ORDER BY r.rowid LIMIT 1)",
+              f"CREATE TABLE x AS SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME WHERE rowid IN "
+              f"({MEMCPY_CALLS} ORDER BY r.rowid DESC LIMIT 1)",
+              "UPDATE x SET globalTid = globalTid + 16777216",
+              "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM x", "DROP TABLE x")
+    con = sqlite3.connect(p)
+    unclaimed, activity = con.execute("""
+        SELECT (SELECT count(DISTINCT m.correlationId) FROM CUPTI_ACTIVITY_KIND_MEMCPY m WHERE NOT EXISTS (
+                    SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
+                    WHERE r.correlationId = m.correlationId AND s.value GLOB 'cu*Memcpy*')),
+               (SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY)""").fetchone()
+    calls = con.execute(f"SELECT count(*) FROM ({MEMCPY_CALLS})").fetchone()[0]
+    con.close()
+    assert unclaimed == 1 and calls == activity   # the case the counts alone would get wrong
+    assert analyze(p)["totals"]["activity_without_call"] == 1
+
+
 def test_api_names_missing_from_stringids_cannot_pass(tmp_path):
     p = build(tmp_path, "DELETE FROM StringIds WHERE value LIKE 'cudaMemcpy%'")
     rep = analyze(p)
