@@ -37,14 +37,12 @@ class Read:
     """One table to read: the normalized columns of `view` (see trace.VIEWS) for the rows of its
     SQLite table that satisfy `where` (SQLite syntax, evaluated inside SQLite). Only `columns`
     (default: all), int64 unless `types` says int32 (INTEGER); columns the file lacks are NULL.
-    `part_rows`: source rows per part at most (default: one part per thread). `select` instead of columns:
-    output column -> SQLite expression over the raw columns (computed inside SQLite, so fewer values cross)."""
+    `part_rows`: source rows per part at most (default: one part per thread)."""
     view: str
     where: str | None = None
     columns: list[str] | None = None
     types: dict = field(default_factory=dict)
     part_rows: int | None = None
-    select: dict[str, str] | None = None
 
 
 class Parts:
@@ -61,11 +59,8 @@ class Parts:
 
         self.trace = trace
         self.table, cols = trace.source_columns(read.view)
-        if read.select:
-            exprs = {out: f'{expr} AS "{out}"' for out, expr in read.select.items()}
-        else:
-            exprs = {out: column_expr(cols[out], out, "sqlite") if cols[out] else f'NULL AS "{out}"'
-                     for out in read.columns or cols}
+        exprs = {out: column_expr(cols[out], out, "sqlite") if cols[out] else f'NULL AS "{out}"'
+                 for out in read.columns or cols}
         self.schema = pa.schema([(c, pa.int32() if read.types.get(c) == "INTEGER" else pa.int64()) for c in exprs])
         self.todo = iter(self._part_sqls(read, ", ".join(exprs.values())))
         self.workers = _workers(trace.threads)

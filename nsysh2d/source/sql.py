@@ -19,13 +19,9 @@ def load(name: str) -> str:
         return (_CHECKOUT / f"{name}.sql").read_text(encoding="utf-8")
 
 
-def condition(name: str, params: dict[str, int] | None = None) -> str:
-    """A condition file for SQLite itself (source/sqlite_*.sql, see ingest.py), without its comments; its
-    $name placeholders become the integers of `params` (SQLite's side takes no bound parameters here)."""
-    text = " ".join(line for line in load(name).splitlines() if not line.lstrip().startswith("--")).strip()
-    for key, value in (params or {}).items():
-        text = text.replace(f"${key}", str(int(value)))
-    return text
+def condition(name: str) -> str:
+    """A condition file for SQLite itself (source/sqlite_*.sql, see ingest.py), without its comments."""
+    return " ".join(line for line in load(name).splitlines() if not line.lstrip().startswith("--")).strip()
 
 
 def run(con, name: str, params: dict | None = None):

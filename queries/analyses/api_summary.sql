@@ -6,15 +6,13 @@
 -- name: the function's name without a four-digit `_vNNNN` suffix (nsys stats' rule: `_v11010` stays); time_pct: its share of the total time of all
 -- functions listed (not of the run's wall time); median_ns: the median of end - start (the mean of the two
 -- middle values for an even count).
-WITH g AS (
-    SELECT name_id, d, n::BIGINT AS n FROM api_durations
-), s AS (
+WITH s AS (
     SELECT name_id, sum(n) AS calls, sum(n) FILTER (WHERE d IS NOT NULL) AS valued,
            sum(d::HUGEINT * n) AS total, min(d) AS min_ns, max(d) AS max_ns
-    FROM g GROUP BY name_id
+    FROM api_durations GROUP BY name_id
 ), c AS (
     SELECT name_id, d, sum(n) OVER (PARTITION BY name_id ORDER BY d ROWS UNBOUNDED PRECEDING) AS upto
-    FROM g WHERE d IS NOT NULL
+    FROM api_durations WHERE d IS NOT NULL
 ), m AS (
     -- the values at the middle positions (valued + 1) // 2 and valued // 2 + 1 (the same one for an odd count)
     SELECT name_id, min(d) FILTER (WHERE upto >= (s.valued + 1) // 2) AS lo,
@@ -22,7 +20,7 @@ WITH g AS (
     FROM c JOIN s USING (name_id) GROUP BY name_id
 ), v AS (
     SELECT name_id, sqrt(sum(g.n * ((g.d - s.total::DOUBLE / s.valued) ^ 2)) / (s.valued - 1)) AS stddev_ns
-    FROM g JOIN s USING (name_id) WHERE g.d IS NOT NULL AND s.valued > 1 GROUP BY name_id, s.valued
+    FROM api_durations g JOIN s USING (name_id) WHERE g.d IS NOT NULL AND s.valued > 1 GROUP BY name_id, s.valued
 )
 SELECT round(s.total * 100.0 / sum(s.total) OVER (), 1) AS time_pct, s.total::BIGINT AS total_ns, s.calls,
        round(s.total::DOUBLE / s.valued, 1) AS avg_ns,
