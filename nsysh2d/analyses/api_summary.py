@@ -23,11 +23,8 @@ def api_summary(path: str, nsys: str | None = None) -> dict:
 
 
 def read_durations(trace) -> None:
-    import duckdb
+    from ..source.files import damage_is_bad_input
 
-    from ..errors import BadInput, first_line
-
-    try:
+    # e.g. text where nsys writes integers, which the scanner's type check finds mid-scan
+    with damage_is_bad_input(trace.path, "its CUDA runtime table is"):
         trace.run("analyses/api_durations")
-    except duckdb.Error as e:   # e.g. text where nsys writes integers: the scanner's type check
-        raise BadInput(f"{trace.path}: cannot read the CUDA runtime table ({first_line(e)})") from None

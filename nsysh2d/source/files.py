@@ -77,17 +77,19 @@ _DAMAGE = re.compile(r"malformed|disk image|not a database|file is encrypted|cor
                      r"Conversion Error|Invalid unicode|invalid UTF-8|Mismatch Type|Out of Range", re.I)
 
 
-def damaged_input(path: str, e: Exception):
-    """A BadInput naming the file when `e` is damage in it (see _DAMAGE), else None (a bug: exit 70)."""
+def damaged_input(path: str, e: Exception, what: str | None = None):
+    """A BadInput naming the file (and `what` of it, when the caller knows) when `e` is damage in it (see
+    _DAMAGE), else None (a bug: exit 70)."""
     from ..errors import BadInput, first_line
 
     if isinstance(e, (MemoryError, KeyboardInterrupt)) or not _DAMAGE.search(str(e)):
         return None
-    return BadInput(f"{path}: damaged or not as nsys writes it ({first_line(e, 200)})")
+    part = f"{what} " if what else ""
+    return BadInput(f"{path}: {part}damaged or not as nsys writes it ({first_line(e, 200)})")
 
 
 @contextmanager
-def damage_is_bad_input(path: str):
+def damage_is_bad_input(path: str, what: str | None = None):
     """Errors that are damage in the user's file become one-line bad input naming it; others pass."""
     from ..errors import NsysH2DError
 
@@ -96,7 +98,7 @@ def damage_is_bad_input(path: str):
     except NsysH2DError:
         raise
     except Exception as e:
-        bad = damaged_input(path, e)
+        bad = damaged_input(path, e, what)
         if bad is None:
             raise
         raise bad from None
