@@ -49,6 +49,8 @@ LEFT JOIN attrib a
   ON a.kind_id = c.kind_id AND a.callchain_id IS NOT DISTINCT FROM c.callchain_id
  AND a.py_site_id IS NOT DISTINCT FROM c.py_site_id;
 
+-- copies_x: copies_g with the range's name and path in copies_g's place for them (the column order that
+-- CopyModel.copies() hands out).
 CREATE TEMP VIEW copies_x AS
 SELECT g.* EXCLUDE (site, site_line, site_origin, source_class, evidence, fix, waited_for_gpu),
        t.name AS nvtx_range, t.path AS nvtx_path,
