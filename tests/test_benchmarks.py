@@ -2,6 +2,8 @@
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 
 
@@ -34,3 +36,32 @@ def test_scaling_benchmark_smoke():
     assert r.returncode == 0, r.stdout + r.stderr
     rows = [line for line in r.stdout.splitlines() if line.strip().startswith("4 ")]
     assert len(rows) >= 2 and all(line.rstrip().endswith(("yes", "-")) for line in rows)
+
+
+@pytest.mark.parametrize("source", ["generated", "real"])
+def test_cold_floor_smoke(tmp_path, source):
+    """benchmarks/cold_floor.py on a tiny generated export and on a real H200 one: every part is timed, and
+    the calls its streaming join counts are the (memcpy API call, activity row) pairs that plain SQL over
+    the export finds."""
+    import sqlite3
+
+    if source == "real":
+        big = ROOT / "tests" / "data" / "h200" / "qwen3vl-before.sqlite"
+    else:
+        big = tmp_path / "tiny.sqlite"
+        r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_large.py"), "--scale", "0.002", str(big)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "cold_floor.py"), "--reps", "1", str(big)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    con = sqlite3.connect(f"file:{big}?mode=ro", uri=True)
+    (want,) = con.execute("""
+        SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r
+        JOIN StringIds s ON s.id = r.nameId AND s.value GLOB 'cu*Memcpy*'
+        JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId
+         AND (m.globalPid IS NULL OR m.globalPid = (r.globalTid / 16777216) * 16777216)""").fetchone()
+    assert want > 0 and f": {want} copy call/activity pairs joined;" in r.stdout, r.stdout
+    for part in ("copy calls' runtime rows", "memcpy activity", "NVTX ranges", "calls joined", "nsysh2d analyze, cold"):
+        assert part in r.stdout, r.stdout
+    assert "floor: the parts' CPU" in r.stdout
