@@ -12,7 +12,8 @@ steps, the backlog and the reports are left out: a real analysis costs more than
 Every part keeps a core busy for its CPU seconds, so on N cores no analysis that does these parts this
 way finishes before (their CPU seconds) / N: the line `floor` prints that bound against the peer's wall time,
 and how many cores a 0.8x cold run would need at this CPU (issue 21's target), for the parts alone and for
-the whole `nsysh2d analyze`.
+the whole `nsysh2d analyze`. Two last rows do the same for `nsysh2d api-summary`: the scanner's read of the
+three columns it needs, alone, and with its counting per function and duration.
 
 usage: cold_floor.py FILE.sqlite [--reps 3] [--nsys PATH]
 """
@@ -110,6 +111,21 @@ def parts_once(path: str, clock: Clock) -> int:
         trace.close()
 
 
+def api_summary_once(path: str, clock: Clock) -> None:
+    """api-summary's read alone (DuckDB's sqlite scanner: nameId, start, end of every runtime row, only
+    summed) and its counting per function and duration (analyses/api_durations.sql), on a fresh connection."""
+    from nsysh2d.analyses.api_summary import read_durations
+    from nsysh2d.source import Trace
+
+    trace = Trace.open(path)
+    try:
+        clock("api-summary: runtime rows read (scanner), summed", lambda: trace.con.execute(
+            'SELECT count(*), sum(name_id), sum("end" - start) FROM n.runtime').fetchall())
+        clock("api-summary: read, counted per function, duration", lambda: read_durations(trace))
+    finally:
+        trace.close()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file")
@@ -127,6 +143,9 @@ def main(argv=None) -> int:
         clock.got.setdefault("interpreter + analysis imports", []).append(
             process([sys.executable, "-c", IMPORTS]))
         pairs = parts_once(path, clock)
+    reads = Clock()
+    for _ in range(a.reps):
+        api_summary_once(path, reads)
     tool = shutil.which("nsysh2d", path=os.path.dirname(sys.executable)) or shutil.which("nsysh2d")
     full = []
     for _ in range(a.reps):
@@ -152,6 +171,8 @@ def main(argv=None) -> int:
     print(f"{'the parts together':52s} {'':7s} {total:7.2f}  {vs(total)}")
     fw, fc = med(full, 0), med(full, 1)
     print(f"{'nsysh2d analyze, cold (whole process)':52s} {fw:7.2f} {fc:7.2f}  {vs(fc)}")
+    for name, got in reads.got.items():
+        print(f"{name:52s} {med(got, 0):7.2f} {med(got, 1):7.2f}")
     if peer:
         peer_wall = med(peer, 0)
         target = 0.8 * peer_wall

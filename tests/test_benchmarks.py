@@ -62,6 +62,7 @@ def test_cold_floor_smoke(tmp_path, source):
         JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId
          AND (m.globalPid IS NULL OR m.globalPid = (r.globalTid / 16777216) * 16777216)""").fetchone()
     assert want > 0 and f": {want} copy call/activity pairs joined;" in r.stdout, r.stdout
-    for part in ("copy calls' runtime rows", "memcpy activity", "NVTX ranges", "calls joined", "nsysh2d analyze, cold"):
+    for part in ("copy calls' runtime rows", "memcpy activity", "NVTX ranges", "calls joined", "nsysh2d analyze, cold",
+                 "api-summary: runtime rows read", "api-summary: read, counted"):
         assert part in r.stdout, r.stdout
     assert "floor: the parts' CPU" in r.stdout
