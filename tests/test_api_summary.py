@@ -19,7 +19,7 @@ FILES = [H200 / "qwen3vl-before.sqlite", H200 / "api-probe.sqlite", SHARED / "h2
 
 def plain_sql(path, time_limit=None):
     """Per nameId, straight from SQLite: every row is a call; the time figures over the rows with both times
-    (a time beyond +-time_limit counts as missing)."""
+    (a time beyond +-time_limit counts as missing: schema.TIME_LIMIT, 2^62 - 1)."""
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         rows = con.execute("SELECT nameId, start, end FROM CUPTI_ACTIVITY_KIND_RUNTIME").fetchall()
@@ -65,8 +65,8 @@ def test_api_summary_rows_that_do_not_pack(tmp_path):
     shutil.copy(H200 / "api-probe.sqlite", path)
     con = sqlite3.connect(path)
     try:
-        ids = [r[0] for r in con.execute("SELECT rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY rowid LIMIT 7")]
-        # nsys declares the times NOT NULL; a time beyond +-2^62 ns is read as missing (schema.TIME_LIMIT)
+        ids = [r[0] for r in con.execute("SELECT rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME ORDER BY rowid LIMIT 8")]
+        # nsys declares the times NOT NULL; a time of +-2^62 ns or more is read as missing (schema.TIME_LIMIT)
         con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = ? WHERE rowid = ?", (2 ** 62 + 5, ids[0]))
         con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start + 1200000000000 WHERE rowid = ?", (ids[1],))
         con.execute("INSERT INTO StringIds (id, value) VALUES (9000000, 'cudaHugeId')")
@@ -78,13 +78,16 @@ def test_api_summary_rows_that_do_not_pack(tmp_path):
                     (2 ** 62 - 100, 2 ** 62 - 50, ids[5]))
         con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = ?, end = ? WHERE rowid = ?",
                     (2 ** 62 - 10, 2 ** 62 + 10, ids[6]))
+        # exactly at the limits: end - start would overflow INT64; both times count as missing
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = ?, end = ? WHERE rowid = ?",
+                    (-2 ** 62, 2 ** 62, ids[7]))
         con.commit()
     finally:
         con.close()
     r = run_cli("api-summary", str(path), "--format", "json")
     assert r.returncode == 0, r.stderr
     rows = json.loads(r.stdout)["api_summary"][0]["rows"]
-    ref = plain_sql(path, time_limit=2 ** 62)
+    ref = plain_sql(path, time_limit=2 ** 62 - 1)
     assert_matches(rows, ref)
     assert sum(x["calls"] for x in rows) == sum(r["calls"] for r in ref.values())
     assert any(x["name"] == "cudaHugeId" and x["calls"] == 2 for x in rows)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import SWEEP_TRACES, listing, run_cli, sha256
+from conftest import H200, SWEEP_TRACES, listing, run_cli, sha256
 
 REAL = SWEEP_TRACES["2025.3"]
 
@@ -45,7 +45,7 @@ def test_null_durations_are_counted_and_left_out(cli, tmp_path):
          f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = NULL WHERE rowid IN ({MEMCPY_CALLS} LIMIT 5)")
     rep = analyze_json(cli, p)
     assert rep["totals"]["calls"] == 251
-    assert "5 copy calls with a NULL, negative or impossible (beyond 2^62 ns) host start/end (left out)" in rep["warnings"]
+    assert "5 copy calls with a NULL, negative or impossible (2^62 ns or more) host start/end (left out)" in rep["warnings"]
 
 
 def test_negative_durations_are_counted_and_left_out(cli, tmp_path):
@@ -54,6 +54,32 @@ def test_negative_durations_are_counted_and_left_out(cli, tmp_path):
     rep = analyze_json(cli, p)
     assert rep["totals"]["calls"] == 253
     assert any(w.startswith("3 copy calls with a NULL, negative or impossible") for w in rep["warnings"])
+
+
+def test_times_at_the_limit_do_not_overflow(cli, tmp_path):
+    """A step range and copy calls from exactly -2^62 to 2^62 ns (a damaged real export): end - start of two such
+    times overflowed INT64 (exit 2 'damaged'); such times are read as missing, the calls and the range left out
+    with a warning each, and every figure agrees with plain SQL over the times that are kept."""
+    p = tmp_path / "edge.sqlite"
+    shutil.copyfile(H200 / "qwen3vl-before.sqlite", p)
+    lo, hi = -2 ** 62, 2 ** 62
+    con = sqlite3.connect(p)
+    (step,) = con.execute("SELECT min(rowid) FROM NVTX_EVENTS WHERE text LIKE 'step %' AND end IS NOT NULL").fetchone()
+    # the calls' CUDA runtime rows (eventClass 0): a Python-backtrace row beside one shares its correlationId
+    calls = [r for (r,) in con.execute(f"{MEMCPY_CALLS} AND r.eventClass = 0 ORDER BY r.rowid LIMIT 2")]
+    con.execute("UPDATE NVTX_EVENTS SET start = ?, end = ? WHERE rowid = ?", (lo, hi, step))
+    con.execute(f"UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = ?, end = ? WHERE rowid IN ({calls[0]}, {calls[1]})",
+                (lo, hi))
+    con.commit()
+    want_steps = con.execute("SELECT count(*), sum(end - start) FROM NVTX_EVENTS WHERE text LIKE 'step %' AND "
+                             "end >= start AND abs(start) < ? AND abs(end) < ?", (hi, hi)).fetchone()
+    con.close()
+    rep = analyze_json(cli, p)
+    assert (rep["steps"]["steps"], rep["steps"]["step_ns"]) == want_steps and want_steps[0] > 0
+    assert "2 copy calls with a NULL, negative or impossible (2^62 ns or more) host start/end (left out)" \
+        in rep["warnings"]
+    assert "1 NVTX ranges with an impossible start/end (2^62 ns or more, or ending before they start; left out)" \
+        in rep["warnings"]
 
 
 def test_kind_ids_missing_from_enum(cli, tmp_path):

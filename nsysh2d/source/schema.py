@@ -47,10 +47,11 @@ VIEWS = {
 }
 TYPES = {"text": "VARCHAR", "value": "VARCHAR", "label": "VARCHAR", "name": "VARCHAR"}
 
-# Timestamps beyond +-2^62 ns (146 years) are damage, not time: they are read as NULL (so rows with them are
-# left out with a warning) instead of overflowing a subtraction later.
+# Timestamps of +-2^62 ns (146 years) or more are damage, not time: they are read as NULL (so rows with them
+# are left out with a warning) instead of overflowing a subtraction later. TIME_LIMIT is the largest kept:
+# the difference of any two kept times (2^63 - 2 at most) fits INT64, which -2^62 .. 2^62 itself did not.
 TIME_COLUMNS = ("start", "end")
-TIME_LIMIT = 2 ** 62
+TIME_LIMIT = 2 ** 62 - 1
 
 
 def column_expr(src: str, out: str, dialect: str = "duckdb") -> str:

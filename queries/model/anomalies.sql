@@ -9,7 +9,7 @@ UNION ALL
 SELECT 'shared_correlation', 'correlationIds shared by several memcpy API calls (a damaged export: one call kept per id)',
        (SELECT shared_correlation FROM copy_stats)
 UNION ALL
-SELECT 'bad_duration', 'copy calls with a NULL, negative or impossible (beyond 2^62 ns) host start/end (left out)',
+SELECT 'bad_duration', 'copy calls with a NULL, negative or impossible (2^62 ns or more) host start/end (left out)',
        (SELECT count(*) FROM calls WHERE api_end IS NULL OR api_start IS NULL OR api_end < api_start)
 UNION ALL
 SELECT 'no_gpu_time', 'copy calls whose GPU activity has a NULL or impossible start/end (whether they waited for the '
@@ -24,6 +24,11 @@ SELECT 'unclassified', 'copy calls whose memory or copy kind cannot be decoded (
 UNION ALL
 SELECT 'no_activity', 'memcpy API calls with no memcpy activity row (not counted)',
        (SELECT api_rows_without_activity FROM copy_stats)
+UNION ALL
+-- nsys writes every range's start (NOT NULL): a NULL one here is a time the views read as missing. Ranges
+-- without an end (never closed, and marks) are not counted.
+SELECT 'bad_nvtx_time', 'NVTX ranges with an impossible start/end (2^62 ns or more, or ending before they start; left out)',
+       (SELECT count(*) FROM n.nvtx WHERE start IS NULL OR "end" < start)
 UNION ALL
 SELECT 'long_names', 'NVTX range names longer than 1024 characters (cut)',
        (SELECT count(*) FROM nvtx_ranges WHERE name LIKE '%…' AND length(name) = 1024);
