@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -31,20 +30,19 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+import harness  # noqa: E402  (beside this file)
 
 IMPORTS = "import duckdb, pyarrow, adbc_driver_manager, adbc_driver_sqlite, nsysh2d.model"
 
 
 def process(cmd: list[str], env=None) -> tuple[float, float]:
-    """(wall, CPU seconds: user + system) of one whole process; it must succeed."""
-    with open(os.devnull, "wb") as null:
-        t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=null, stderr=null, env=env)
-        _, status, usage = os.wait4(p.pid, 0)
-        wall = time.perf_counter() - t0
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"cold_floor.py: {' '.join(cmd)} failed")
-    return wall, usage.ru_utime + usage.ru_stime
+    """(wall, CPU seconds) of one whole process (harness.run); it must succeed."""
+    wall, _mb, rc, cpu_s = harness.run(cmd, env)
+    if rc != 0:
+        sys.exit(f"cold_floor.py: {' '.join(cmd)} failed (exit {rc})")
+    return wall, cpu_s
 
 
 def cpu() -> float:
@@ -130,7 +128,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("file")
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--nsys", default=os.environ.get("NSYS") or shutil.which("nsys") or "/opt/nsys/target-linux-x64/nsys")
+    ap.add_argument("--nsys", default=harness.default_nsys())
     a = ap.parse_args(argv)
     path = os.path.abspath(a.file)
     subprocess.run(["cat", path], stdout=subprocess.DEVNULL, check=True)   # page cache warm, as harness.py
@@ -146,12 +144,11 @@ def main(argv=None) -> int:
     reads = Clock()
     for _ in range(a.reps):
         api_summary_once(path, reads)
-    tool = shutil.which("nsysh2d", path=os.path.dirname(sys.executable)) or shutil.which("nsysh2d")
+    tool = harness.find_nsysh2d()
     full = []
     for _ in range(a.reps):
         with tempfile.TemporaryDirectory() as cache:
-            full.append(process([tool, "analyze", path] if tool else [sys.executable, "-m", "nsysh2d.cli", "analyze", path],
-                                env={**os.environ, "NSYSH2D_CACHE_DIR": cache}))
+            full.append(process(tool + ["analyze", path], env={**os.environ, "NSYSH2D_CACHE_DIR": cache}))
 
     med = lambda xs, i: statistics.median(x[i] for x in xs)   # noqa: E731
     cores = os.cpu_count() or 1

@@ -33,9 +33,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 
 
-def run(cmd: list[str], env=None) -> tuple[float, int, int]:
-    """(wall seconds, peak RSS in MB, exit code) of one whole process. Through /usr/bin/time when
-    there is one: wait4's figure for a child forked from this Python includes the harness's own pages."""
+def run(cmd: list[str], env=None) -> tuple[float, int, int, float]:
+    """(wall seconds, peak RSS in MB, exit code, CPU seconds: user + system) of one whole process. Through
+    /usr/bin/time when there is one: wait4's RSS for a child forked from this Python includes the harness's
+    own pages (its CPU figure includes the waited-for command's)."""
     with open(os.devnull, "wb") as null, tempfile.NamedTemporaryFile("r") as out:
         full = [TIME, "-f", "%M", "-o", out.name, *cmd] if TIME else cmd
         t0 = time.perf_counter()
@@ -44,7 +45,7 @@ def run(cmd: list[str], env=None) -> tuple[float, int, int]:
         wall = time.perf_counter() - t0
         text = out.read().strip().splitlines()
         kb = int(text[-1]) if TIME and text and text[-1].isdigit() else usage.ru_maxrss
-    return wall, kb // 1024, os.waitstatus_to_exitcode(status)
+    return wall, kb // 1024, os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
 
 
 def measure(cmd, reps, env=None, setup=None):
@@ -52,12 +53,16 @@ def measure(cmd, reps, env=None, setup=None):
     for _ in range(reps):
         if setup:
             setup()
-        wall, mb, rc = run(cmd, env)
+        wall, mb, rc, _cpu = run(cmd, env)
         if rc != 0:
             return None, None, rc
         walls.append(wall)
         rss.append(mb)
     return statistics.median(walls), max(rss), 0
+
+
+def default_nsys() -> str:
+    return os.environ.get("NSYS") or shutil.which("nsys") or "/opt/nsys/target-linux-x64/nsys"
 
 
 def find_nsysh2d() -> list[str]:
@@ -71,7 +76,7 @@ def main(argv=None) -> int:
     ap.add_argument("--scales", default="0.25,0.5,1")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "nsysh2d-bench"))
-    ap.add_argument("--nsys", default=os.environ.get("NSYS") or shutil.which("nsys") or "/opt/nsys/target-linux-x64/nsys")
+    ap.add_argument("--nsys", default=default_nsys())
     ap.add_argument("--no-stats", action="store_true", help="skip nsys stats (42 s per run at 1.3 GB)")
     ap.add_argument("--stats-max-gb", type=float, help="run nsys stats only on files up to this size")
     args = ap.parse_args(argv)

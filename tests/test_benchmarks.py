@@ -7,12 +7,19 @@ import pytest
 from conftest import ROOT
 
 
-def test_generator_and_harness_smoke(tmp_path):
-    big = tmp_path / "tiny.sqlite"
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """benchmarks/make_large.py at 0.002x, made once for this file's tests."""
+    big = tmp_path_factory.mktemp("bench") / "tiny.sqlite"
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_large.py"), "--scale", "0.002", str(big)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "'CUPTI_ACTIVITY_KIND_RUNTIME': 40000" in r.stdout and "'CUPTI_ACTIVITY_KIND_MEMCPY': 4000" in r.stdout
+    return big
+
+
+def test_generator_and_harness_smoke(tiny):
+    big = tiny
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "harness.py"), "--reps", "1", "--no-stats", str(big)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
@@ -39,19 +46,13 @@ def test_scaling_benchmark_smoke():
 
 
 @pytest.mark.parametrize("source", ["generated", "real"])
-def test_cold_floor_smoke(tmp_path, source):
+def test_cold_floor_smoke(request, source):
     """benchmarks/cold_floor.py on a tiny generated export and on a real H200 one: every part is timed, and
     the calls its streaming join counts are the (memcpy API call, activity row) pairs that plain SQL over
     the export finds."""
     import sqlite3
 
-    if source == "real":
-        big = ROOT / "tests" / "data" / "h200" / "qwen3vl-before.sqlite"
-    else:
-        big = tmp_path / "tiny.sqlite"
-        r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_large.py"), "--scale", "0.002", str(big)],
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
+    big = ROOT / "tests" / "data" / "h200" / "qwen3vl-before.sqlite" if source == "real" else request.getfixturevalue("tiny")
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "cold_floor.py"), "--reps", "1", str(big)],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
