@@ -81,7 +81,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
               help="How many of the longest calls to list.  [default: 10; html: 500, the timeline's marks]")
 @click.option("--by", type=click.Choice(GROUPS, case_sensitive=False), default="kind", show_default=True,
               help="Group by memory kind, call site, true source class, NVTX range or stream.")
-@click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: CPU count).")
+@click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: the CPUs this process may use).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache.")
 def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, top, by, jobs,
             no_cache):
@@ -103,9 +103,11 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
 
     \b
     Environment: NSYSH2D_CACHE_DIR (cache folder; default $XDG_CACHE_HOME or ~/.cache, then
-    /nsysh2d), NSYSH2D_MEMORY_LIMIT (DuckDB's memory cap before it spills to the cache folder;
-    default 160MB), NSYSH2D_TIMING=1 (wall time, CPU time and peak memory of each stage on
-    stderr).
+    /nsysh2d), NSYSH2D_THREADS (threads per report; default the CPUs this process may use,
+    shared among the reports analyzed at once, at most 8), NSYSH2D_MEMORY_LIMIT (DuckDB's memory
+    cap before it spills to the cache folder; default 160MB for up to 2 threads, 40MB more per
+    thread beyond), NSYSH2D_TIMING=1 (threads, memory cap, and the wall time, CPU time and peak
+    memory of each stage on stderr).
     """
     from .analyses.options import Options
     from .present import analyze_output

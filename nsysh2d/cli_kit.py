@@ -120,8 +120,8 @@ class Group(click.Group):
                 fail("interrupted", 130)
             if type(e).__name__ == "OutOfMemoryException":
                 from .source.trace import memory_limit
-                fail(f"out of memory (DuckDB limit {memory_limit()}; raise it with "
-                      "NSYSH2D_MEMORY_LIMIT=4GB)", EXIT_INTERNAL)
+                fail(f"out of memory (DuckDB limit {memory_limit()}; raise it with NSYSH2D_MEMORY_LIMIT=4GB "
+                      "or use fewer threads with NSYSH2D_THREADS=2)", EXIT_INTERNAL)
             fail(f"internal error: {type(e).__name__}: {e} (set NSYSH2D_DEBUG=1 for a traceback and "
                   "please report it)", EXIT_INTERNAL)
 

@@ -40,8 +40,14 @@ def connect(scheduler: str, workers: int | None = None):
 
     distributed = _distributed()
     if scheduler == "local":
-        cluster = distributed.LocalCluster(n_workers=workers or min(os.cpu_count() or 1, 8), threads_per_worker=1,
-                                           processes=True, dashboard_address=None, silence_logs=logging.ERROR)
+        from .cpus import MAX_THREADS, analysis_threads, usable_cpus
+
+        n = workers or min(usable_cpus(), MAX_THREADS)
+        # Each worker process's analysis takes its share of this machine's CPUs (cpus.py), not all of them.
+        env = {"NSYSH2D_THREADS": str(analysis_threads() if os.environ.get("NSYSH2D_THREADS")
+                                      else max(1, usable_cpus() // n))}
+        cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, env=env,
+                                           dashboard_address=None, silence_logs=logging.ERROR)
         return distributed.Client(cluster), cluster
     try:
         client = distributed.Client(scheduler, timeout="10s")

@@ -202,7 +202,11 @@ def _in_pool(paths, jobs, done, args) -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))
+    from . import cpus
+
+    # Each worker's analysis takes its share of the CPUs, not all of them (cpus.py).
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=cpus.share, initargs=(jobs,))
     try:
         try:
             futs = {pool.submit(_one, p, *args): i for i, p in enumerate(paths)}   # starts the workers
@@ -227,7 +231,10 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
     groups = REPORT_GROUPS if groups is None else groups
     results: dict[int, object] = {}
     errors: list[tuple[str, str, int]] = []
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(paths)))
+    if jobs is None:
+        from .cpus import usable_cpus
+        jobs = usable_cpus()
+    jobs = max(1, min(jobs, len(paths)))
     if progress is None:
         progress = sys.stderr.isatty() and len(paths) > 1
     bar = task = None

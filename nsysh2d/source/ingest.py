@@ -29,7 +29,9 @@ BATCH_ROWS = 122_880  # one DuckDB row group
 
 
 def _workers(threads: int | None) -> int:
-    return max(1, min(threads or os.cpu_count() or 1, 8))
+    from ..cpus import MAX_THREADS, analysis_threads
+
+    return max(1, min(threads or analysis_threads(), MAX_THREADS))
 
 
 @dataclass

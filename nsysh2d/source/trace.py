@@ -18,24 +18,33 @@ from . import schema, sql
 from .files import check_file, is_sqlite
 
 # DuckDB's own memory (tables, joins, sorts) stays under this; past it, it spills to disk. The parts
-# ingest.py has in flight and the interpreter come on top (docs/benchmarks.md has the peak RSS). 160 MB:
-# measured on the scaled exports (1x/2x/4x, two runs each), as fast as 200 MB (4.0-4.2 / 8.0-8.2 /
-# 17.5-17.7 s against 4.0-4.9 / 7.8-8.7 / 17.1-17.6 s) with a peak RSS of 415-471 MB against 449-554 MB;
-# 128 MB was slower at 4x (18.3-19.7 s).
-DEFAULT_MEMORY_LIMIT = "160MB"
+# ingest.py has in flight and the interpreter come on top (docs/benchmarks.md has the peak RSS). 160 MB
+# for up to 2 threads: measured on the scaled exports (1x/2x/4x, two runs each), as fast as 200 MB
+# (4.0-4.2 / 8.0-8.2 / 17.5-17.7 s against 4.0-4.9 / 7.8-8.7 / 17.1-17.6 s) with a peak RSS of 415-471 MB
+# against 449-554 MB; 128 MB was slower at 4x (18.3-19.7 s). Each thread beyond needs its own share: at
+# 160 MB the 1x export ran out of memory from 6 threads on, the 4x from 4 (it needed 161-192 MB at 4
+# threads, 201-240 at 8, over 320 at 16); PER_THREAD gives about 1.3-1.5x what was needed.
+BASE_THREADS, BASE_MB, PER_THREAD_MB = 2, 160, 40
 
 
-def memory_limit() -> str:
+def memory_limit(threads: int | None = None) -> str:
+    """NSYSH2D_MEMORY_LIMIT as given, else the default for this many threads (this process's, from cpus.py)."""
     import re
 
-    value = os.environ.get("NSYSH2D_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+    value = os.environ.get("NSYSH2D_MEMORY_LIMIT")
+    if value is None:
+        if threads is None:
+            from ..cpus import analysis_threads
+            threads = analysis_threads()
+        return f"{BASE_MB + PER_THREAD_MB * max(0, threads - BASE_THREADS)}MB"
     if not re.fullmatch(r"\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*", value, re.I):
         raise BadInput(f"bad NSYSH2D_MEMORY_LIMIT={value!r}: a size such as 200MB or 2GiB")
     return value
 
 
-def _duckdb_config(threads: int | None) -> dict:
-    """Bounded memory: past the limit DuckDB spills to a folder in the user's cache, not RAM."""
+def _duckdb_config(threads: int) -> dict:
+    """Bounded memory: past the limit DuckDB spills to a folder in the user's cache, not RAM. `threads`
+    set always: DuckDB's own default counts the host's CPUs, not those this process may use (cpus.py)."""
     from ..run import cache_dir
 
     try:
@@ -44,12 +53,9 @@ def _duckdb_config(threads: int | None) -> dict:
         spill = Path(os.environ.get("TMPDIR", "/tmp"))
     # Arrow tables (ingest.py) give the planner no row counts; it then takes a join of millions of
     # rows for a tiny one and picks a nested loop, quadratic (17 s instead of 0.1 s on 100 k calls).
-    config = {"memory_limit": memory_limit(), "temp_directory": str(spill),
-              "preserve_insertion_order": False, "asof_loop_join_threshold": 0,
-              "nested_loop_join_threshold": 0, "disabled_optimizers": "build_side_probe_side"}
-    if threads:
-        config["threads"] = threads
-    return config
+    return {"memory_limit": memory_limit(threads), "temp_directory": str(spill), "threads": threads,
+            "preserve_insertion_order": False, "asof_loop_join_threshold": 0,
+            "nested_loop_join_threshold": 0, "disabled_optimizers": "build_side_probe_side"}
 
 
 def _sqlite_extension_path() -> str:
@@ -109,10 +115,17 @@ class Trace:
     @classmethod
     def _open(cls, path: str, source: str, threads: int | None) -> "Trace":
         p = check_file(path)
+        if threads is None:
+            from ..cpus import analysis_threads
+            threads = analysis_threads()
         # The extension is the pinned PyPI package's own file, loaded by its path inside site-packages:
         # checking its signature hashes all 34 MB of it in every process (45 ms of each cold run), so
         # the check is off for this one LOAD and back on before anything else runs on the connection.
-        con = duckdb.connect(":memory:", config={**_duckdb_config(threads), "allow_unsigned_extensions": True})
+        config = _duckdb_config(threads)
+        if os.environ.get("NSYSH2D_TIMING"):
+            # one write: the workers of `analyze -j N` share the stderr, and print() writes in pieces
+            os.write(2, f"nsysh2d: threads {threads}, DuckDB memory limit {config['memory_limit']}\n".encode())
+        con = duckdb.connect(":memory:", config={**config, "allow_unsigned_extensions": True})
         con.execute(f"LOAD '{_sqlite_extension_path()}'")
         con.execute("SET allow_unsigned_extensions = false")
         try:
