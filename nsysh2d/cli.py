@@ -17,7 +17,7 @@ from .cli_check import check   # commands of their own modules: cli.py stays sma
 from .cli_summary import api_summary
 from .cli_tools import cache_clear, recipe_path
 from .cli_kit import (REPORT_FORMATS, Group, calls_option, direction_option, duration, emit, error_line, exit_code,
-                      profile_options, report_options, scheduler_option)
+                      profile_options, report_options, scheduler_option, terminal)
 from .config import scheduler_setting
 
 
@@ -225,7 +225,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
     if fmt == "json":
         click.echo(annotations, nl=False, err=True)
     else:
-        emit(annotations)
+        emit(annotations, commands=True)
     emit(gate_output(fmt, result))
     return result.exit_code
 
@@ -260,7 +260,7 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
     rep, = analyze_all([report], opts, nsys_path, not no_cache, scheduler_setting(scheduler))
     write_output(output, to_json(baseline_from(rep, accept)))
     sites = sum(1 for s in rep.groups["site"] if s["blocking_calls"])
-    click.echo(f"wrote {output}: {rep.totals.blocking_calls} long-blocking copies at {sites} call site(s)")
+    click.echo(f"wrote {terminal(output)}: {rep.totals.blocking_calls} long-blocking copies at {sites} call site(s)")
     return 0
 
 
@@ -290,7 +290,7 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
     result = threshold_report(sweep, nsys=nsys_path)
     if plot_path:
         save_threshold_plot(result.series, plot_path, title=sweep)
-        click.echo(f"wrote {plot_path}", err=True)   # stderr: stdout stays the report
+        click.echo(f"wrote {terminal(plot_path)}", err=True)   # stderr: stdout stays the report
     emit(threshold_output(fmt, result), output)
     return 0
 

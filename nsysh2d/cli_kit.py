@@ -9,6 +9,7 @@ import click
 
 from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
+from .present.safe import log_lines, terminal   # what reaches a terminal or a CI log (docs/security.md)
 
 FORMATS = ["table", "json", "csv", "markdown"]
 REPORT_FORMATS = FORMATS + ["html"]   # analyze, compare, threshold: a self-contained page (present/html.py)
@@ -16,7 +17,7 @@ REPORT_FORMATS = FORMATS + ["html"]   # analyze, compare, threshold: a self-cont
 
 def error_line(message: str) -> str:
     """One line on stderr whatever the message holds (a file name may contain a newline or escapes)."""
-    text = message.replace("\r", "\\r").replace("\n", "\\n")
+    text = terminal(message)
     return "nsysh2d: error: " + "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
 
 
@@ -135,7 +136,11 @@ def duration(ctx, param, value):
         raise click.BadParameter(str(e)) from None
 
 
-def emit(text: str, output: str | None = None) -> None:
+def emit(text: str, output: str | None = None, commands: bool = False) -> None:
+    """A command's output to stdout or a file. No line of it can be a CI runner's command (present/safe.py),
+    unless `commands`: the gate's own annotations, built by present/ci.py."""
+    if not commands:
+        text = log_lines(text)
     if output:
         from .run import write_output
 

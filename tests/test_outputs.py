@@ -72,16 +72,19 @@ def test_tables_fit_the_width_cut_names_with_an_ellipsis_and_keep_numbers(tmp_pa
     assert bad.returncode == 2 and "COLUMNS" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
-def test_names_keep_their_bytes_on_stdout_and_markdown_survives_them(tmp_path):
+def test_names_are_shown_escaped_the_same_on_stdout_and_in_files_and_markdown_survives_them(tmp_path):
+    """A name's escape sequences and line breaks are shown as visible escapes (present/safe.py), the
+    same on stdout as in -o; JSON keeps the name exactly (test_hostile_strings.py)."""
     name = "step \x1b[31mred\x1b[0m | piped\nsecond line"
     p = renamed_copy(tmp_path, name)
     out = tmp_path / "o.csv"
     assert run_cli("analyze", p, "--by", "nvtx", "--format", "csv", "-o", out).returncode == 0
     stdout = run_cli("analyze", p, "--by", "nvtx", "--format", "csv").stdout
-    assert stdout == out.read_text() and "\x1b[31m" in stdout
+    assert stdout == out.read_text() and "\x1b" not in stdout and "step \\x1b[31mred\\x1b[0m | piped\\nsecond line" in stdout
     md = run_cli("analyze", p, "--by", "nvtx", "--format", "markdown").stdout
     row = next(ln for ln in md.splitlines() if "piped" in ln)
-    assert "\\| piped second line" in row and row.startswith("| ") and row.endswith(" |")
+    # Markdown shows the visible escape \n: its backslash is escaped too
+    assert "\\| piped\\\\nsecond line" in row and row.startswith("| ") and row.endswith(" |")
     cells = [c for c in row.replace("\\|", "").split("|")]
     header = next(ln for ln in md.splitlines() if ln.startswith("| NVTX range"))
     assert len(cells) == len(header.split("|"))

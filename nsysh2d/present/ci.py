@@ -3,52 +3,60 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from . import safe
 
-def offender_line(o: dict) -> str:
+
+def offender_line(o: dict, esc=safe.terminal) -> str:
+    """One offending copy in words; `esc` makes its trace strings safe for the output it goes to (the fix
+    text is ours)."""
     from ..units import format_bytes, format_ns
 
     if "host_ns" in o:
         where = o.get("site_line") or o.get("site") or o.get("nvtx_range") or "?"
-        return (f"{format_ns(o['host_ns'])} {o.get('source_class')} copy of {format_bytes(o.get('bytes'))} at {where}"
-                f" (NVTX {o.get('nvtx_path') or '-'}): {o.get('fix') or ''}")
-    return ", ".join(f"{k}={v}" for k, v in o.items())
+        return (f"{format_ns(o['host_ns'])} {esc(o.get('source_class'))} copy of {format_bytes(o.get('bytes'))} at "
+                f"{esc(where)} (NVTX {esc(o.get('nvtx_path') or '-')}): {o.get('fix') or ''}")
+    return ", ".join(f"{esc(k)}={esc(v)}" for k, v in o.items())
 
 
 def junit(verdicts: list[dict], errors: list[dict] = ()) -> str:
     """One test suite per report, one test case per rule; a report that could not be read is an error case."""
     suites = ET.Element("testsuites", name="nsysh2d gate")
+    x = safe.xml
     for e in errors:
-        s = ET.SubElement(suites, "testsuite", name=f"nsysh2d gate: {e['path']}", tests="1", failures="0",
+        s = ET.SubElement(suites, "testsuite", name=f"nsysh2d gate: {x(e['path'])}", tests="1", failures="0",
                           errors="1", skipped="0")
         case = ET.SubElement(s, "testcase", classname="nsysh2d.gate", name="read-report")
-        ET.SubElement(case, "error", message=e["error"], type="bad-input").text = e["error"]
+        ET.SubElement(case, "error", message=x(e["error"]), type="bad-input").text = x(e["error"])
     for v in verdicts:
         rules = v["rules"]
-        s = ET.SubElement(suites, "testsuite", name=f"nsysh2d gate: {v['path']}", tests=str(len(rules)),
+        s = ET.SubElement(suites, "testsuite", name=f"nsysh2d gate: {x(v['path'])}", tests=str(len(rules)),
                           failures=str(sum(not r["passed"] for r in rules)), errors="0", skipped="0")
         for r in rules:
-            case = ET.SubElement(s, "testcase", classname="nsysh2d.gate", name=r["name"])
+            case = ET.SubElement(s, "testcase", classname="nsysh2d.gate", name=x(r["name"]))
             if not r["passed"]:
-                f = ET.SubElement(case, "failure", message=r["message"], type="regression")
-                f.text = "\n".join(offender_line(o) for o in r["offenders"]) or r["message"]
+                f = ET.SubElement(case, "failure", message=x(r["message"]), type="regression")
+                f.text = "\n".join(offender_line(o, x) for o in r["offenders"]) or x(r["message"])
             else:
-                ET.SubElement(case, "system-out").text = r["message"]
+                ET.SubElement(case, "system-out").text = x(r["message"])
     ET.indent(suites)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"
 
 
 def summary_markdown(verdicts: list[dict], errors: list[dict] = ()) -> str:
+    """The gate's verdicts as Markdown (a step summary): every string from a trace or a path through
+    safe.markdown, so none can add HTML, a heading, a verdict or a table row of its own."""
+    md = safe.markdown
     out = ["## nsysh2d gate", ""]
     for e in errors:
-        out += [f"**ERROR** `{e['path']}`: {e['error'].replace('|', '/')} (not judged)", ""]
+        out += [f"**ERROR** {safe.markdown_code(e['path'])}: {md(e['error'])} (not judged)", ""]
     for v in verdicts:
-        out.append(f"**{'PASS' if v['passed'] else 'FAIL'}** `{v['path']}`")
+        out.append(f"**{'PASS' if v['passed'] else 'FAIL'}** {safe.markdown_code(v['path'])}")
         out += ["", "| rule | result | detail |", "|---|---|---|"]
         for r in v["rules"]:
-            out.append(f"| {r['name']} | {'pass' if r['passed'] else '**fail**'} | {r['message'].replace('|', '/')} |")
+            out.append(f"| {md(r['name'])} | {'pass' if r['passed'] else '**fail**'} | {md(r['message'])} |")
         offenders = unique_offenders(v)
         if offenders:
-            out += ["", "Offending copies:", ""] + [f"- {offender_line(o)}" for o in offenders[:20]]
+            out += ["", "Offending copies:", ""] + [f"- {offender_line(o, md)}" for o in offenders[:20]]
         out.append("")
     return "\n".join(out) + "\n"
 
@@ -67,22 +75,18 @@ def unique_offenders(verdict: dict) -> list[dict]:
     return out
 
 
-def _escape(text: str) -> str:
-    """A workflow command's message: GitHub reads %, CR and LF as escapes."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
 def github_annotations(verdicts: list[dict]) -> str:
     """One error per failed rule, and one on each source line (file=, line=) where an offending copy's
     Python call site is known, so that the pull request shows it at that line."""
     import re
 
+    t, data, prop = safe.terminal, safe.annotation_data, safe.annotation_property
     lines = []
     for v in verdicts:
         for r in v["rules"]:
             if not r["passed"]:
-                msg = r["message"] + "".join(f"\n{offender_line(o)}" for o in r["offenders"][:10])
-                lines.append(f"::error title=nsysh2d gate {r['name']}::{_escape(v['path'] + ': ' + msg)}")
+                msg = t(r["message"]) + "".join(f"\n{offender_line(o)}" for o in r["offenders"][:10])
+                lines.append(f"::error title={prop('nsysh2d gate ' + r['name'])}::{data(t(v['path']) + ': ' + msg)}")
         at_line = {}
         for o in unique_offenders(v):
             m = re.fullmatch(r"(.+\.py):(\d+)", o.get("site_line") or "")
@@ -90,5 +94,5 @@ def github_annotations(verdicts: list[dict]) -> str:
                 at_line.setdefault((m.group(1), m.group(2)), []).append(o)
         for (f, n), offs in at_line.items():
             msg = f"{len(offs)} long-blocking copies here; longest: {offender_line(offs[0])}"
-            lines.append(f"::error file={f},line={n},title=nsysh2d blocking H2D copy::{_escape(msg)}")
+            lines.append(f"::error file={prop(f)},line={n},title=nsysh2d blocking H2D copy::{data(msg)}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -3,10 +3,8 @@ loaded from elsewhere). Every figure shown in a table cell carries its raw value
 mark in a plot its raw figures (plots.py), so a test can read the page against the JSON."""
 from __future__ import annotations
 
-import html
-
 from ..units import format_ns
-from . import plots
+from . import plots, safe
 from .render import Column, cell
 
 CSS = """
@@ -19,7 +17,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums}.note{color:#555}.fail
 
 
 def esc(v) -> str:
-    return html.escape("" if v is None else str(v))
+    return safe.html(v)
 
 
 def page(title: str, body: list[str]) -> str:

@@ -5,11 +5,11 @@ with the raw figures, so the page can be read by a person and checked by a test 
 """
 from __future__ import annotations
 
-import html
 import io
 import re
 
 from ..units import format_bytes, format_ns
+from . import safe
 
 CLASS_COLORS = {"pageable": "#d62728", "pinned_strided": "#ff7f0e", "pinned": "#2ca02c", "managed": "#9467bd",
                 "device": "#1f77b4", "unknown": "#7f7f7f"}
@@ -54,8 +54,8 @@ def _svg(fig, marks: dict[str, list[dict]]) -> str:
             item = next(uses, None)
             if item is None:
                 return u.group(0)
-            attrs = " ".join(f'data-{k}="{html.escape(str(v))}"' for k, v in item.items() if k != "title")
-            return f'<g class="mark" data-series="{gid}" {attrs}><title>{html.escape(item["title"])}</title>{u.group(0)}</g>'
+            attrs = " ".join(f'data-{k}="{safe.html(str(v))}"' for k, v in item.items() if k != "title")
+            return f'<g class="mark" data-series="{gid}" {attrs}><title>{safe.html(item["title"])}</title>{u.group(0)}</g>'
 
         body = re.sub(r"<use [^>]*/>", wrap, m.group(2))
         text = text[:m.start(2)] + body + text[m.end(2):]
@@ -113,12 +113,12 @@ def bars(rows: list[dict], label: str, series: list[tuple[str, str]], title: str
         marks[name] = [{"title": f"{r[label]}: {legend} {format_ns(r.get(key) or 0)}", "group": r[label],
                         "value-ns": r.get(key) or 0} for r in rows]
     ax.set_yticks([j + h * (len(series) - 1) / 2 for j in range(len(rows))])
-    ax.set_yticklabels([_short(str(r[label])) for r in rows])
+    ax.set_yticklabels([_short(safe.plot_label(r[label])) for r in rows])
     ax.invert_yaxis()
     ax.set_xlabel("ms")
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=7)
-    ax.set_title(title)
+    ax.set_title(safe.plot_label(title))
     fig.tight_layout()
     return _bars_svg(fig, marks)
 
@@ -131,9 +131,9 @@ def _bars_svg(fig, marks) -> str:
             m = re.search(rf'<g id="{re.escape(gid)}">', text)
             if not m:
                 break
-            attrs = " ".join(f'data-{k}="{html.escape(str(v))}"' for k, v in item.items() if k != "title")
+            attrs = " ".join(f'data-{k}="{safe.html(str(v))}"' for k, v in item.items() if k != "title")
             text = (text[:m.start()] + f'<g class="mark bar" data-series="{gid}" {attrs}>'
-                    f'<title>{html.escape(item["title"])}</title>' + text[m.end():])
+                    f'<title>{safe.html(item["title"])}</title>' + text[m.end():])
     return text
 
 
@@ -145,15 +145,15 @@ def steps_plot(series: dict[str, list[dict]], title: str) -> str:
     for name, rows in series.items():
         rows = sorted(rows, key=lambda r: r["step"])
         gid = f"steps-{name}"
-        ax.plot([r["step"] for r in rows], [r["blocking_ns"] / 1e6 for r in rows], marker="o", ms=3, label=name,
-                gid=gid)
+        ax.plot([r["step"] for r in rows], [r["blocking_ns"] / 1e6 for r in rows], marker="o", ms=3,
+                label=safe.plot_label(name), gid=gid)
         marks[gid] = [{"title": f"{name}: step {r['step']}: {format_ns(r['blocking_ns'])} blocked",
                        "step": r["step"], "value-ns": r["blocking_ns"]} for r in rows]
     ax.set_xlabel("step")
     ax.set_ylabel("ms blocked")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
-    ax.set_title(title)
+    ax.set_title(safe.plot_label(title))
     fig.tight_layout()
     return _svg(fig, marks)
 
@@ -169,8 +169,8 @@ def threshold_figure(plt, series: list[dict], panel=(3.4, 3.2), marks: dict | No
             if (r["backlog_us"], r["inflight"]) != (backlog, inflight):
                 continue
             gid = f"sizes-{r['variant']}-{backlog}-{inflight}"
-            line, = ax.plot(r["sizes"], [h / 1e6 for h in r["median_host_ns"]], marker="o", ms=3, label=r["variant"],
-                            gid=gid)
+            line, = ax.plot(r["sizes"], [h / 1e6 for h in r["median_host_ns"]], marker="o", ms=3,
+                            label=safe.plot_label(r["variant"]), gid=gid)
             if marks is None:
                 continue
             marks[gid] = [{"title": f"{r['variant']}: {format_bytes(b)}: {format_ns(h)} (median)", "bytes": b,

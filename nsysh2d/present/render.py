@@ -6,6 +6,8 @@ import io
 import json
 from dataclasses import dataclass, field
 
+from . import safe
+
 
 @dataclass
 class Column:
@@ -21,7 +23,7 @@ class Section:
     columns: list[Column]
     rows: list[dict]
     note: str = ""
-    lines: list[str] = field(default_factory=list)   # free text shown under the table
+    lines: list = field(default_factory=list)   # free text shown under the table: str, or safe.Line
 
 
 def cell(value, kind: str) -> str:
@@ -41,7 +43,7 @@ def cell(value, kind: str) -> str:
 
 
 def to_json(obj) -> str:
-    return json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n"
+    return safe.json_text(json.dumps(obj, indent=2, default=str, ensure_ascii=False)) + "\n"
 
 
 def document(**fields) -> str:
@@ -62,7 +64,7 @@ def to_csv(sections: list[Section]) -> str:
             w.writerow(keys)
             last = keys
         for r in s.rows:
-            w.writerow(["" if r.get(k) is None else r.get(k) for k in keys])
+            w.writerow(["" if r.get(k) is None else safe.csv_cell(r.get(k)) for k in keys])
     return buf.getvalue()
 
 
@@ -76,17 +78,20 @@ def rows_csv(rows: list[dict]) -> str:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(list(keys))
     for row in rows:
-        w.writerow(["" if row.get(k) is None else json.dumps(row[k]) if isinstance(row.get(k), (list, dict))
-                    else row[k] for k in keys])
+        w.writerow(["" if row.get(k) is None else safe.csv_cell(json.dumps(row[k]))
+                    if isinstance(row.get(k), (list, dict)) else safe.csv_cell(row[k]) for k in keys])
     return buf.getvalue()
 
 
 def to_markdown(sections: list[Section], heading: str = "") -> str:
-    out = [heading, ""] if heading else []
+    """Every text from a section (titles, notes, cells, lines) through safe.markdown: any may hold a name
+    from the trace."""
+    md = safe.markdown
+    out = [f"## {md(heading)}", ""] if heading else []
     for s in sections:
-        out.append(f"### {s.title}")
+        out.append(f"### {md(s.title)}")
         if s.note:
-            out += ["", s.note]
+            out += ["", md(s.note)]
         out.append("")
         if s.rows:
             out.append("| " + " | ".join(c.title for c in s.columns) + " |")
@@ -96,13 +101,14 @@ def to_markdown(sections: list[Section], heading: str = "") -> str:
                 out.append("| " + " | ".join(_md_cell(cell(r.get(c.key), c.kind)) for c in s.columns) + " |")
         else:
             out.append("_none_")
-        out += [""] + [f"- {ln}" for ln in s.lines] + ([""] if s.lines else [])
+        out += [""] + [f"- {ln.render(md) if isinstance(ln, safe.Line) else md(ln)}" for ln in s.lines]
+        out += [""] if s.lines else []
     return "\n".join(out).rstrip() + "\n"
 
 
 def _md_cell(text: str) -> str:
-    """A Markdown table cell: pipes escaped, line breaks as spaces (a newline would end the row)."""
-    return " ".join(text.replace("|", "\\|").splitlines()) if text else text
+    """A Markdown table cell: one line, pipes escaped (safe.markdown)."""
+    return safe.markdown(text)
 
 
 def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:
@@ -113,7 +119,8 @@ def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:
     from .terminal import table, wrap
 
     width = terminal_width(file)
-    out: list[str] = wrap(heading, width) if heading else []
+    t = safe.terminal   # a heading, cell, note or line may hold a name from the trace: each is one line
+    out: list[str] = wrap(t(heading), width) if heading else []
     for s in sections:
         if not s.rows:
             out.extend(wrap(f"{s.title}: none", width))
@@ -126,9 +133,9 @@ def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:
                       for i, c in enumerate(columns)]
             out.extend(table(layout, cells, s.title, caption))
         if s.note:
-            out.extend(wrap(s.note, width))
+            out.extend(wrap(t(s.note), width))
         for ln in s.lines:
-            out.extend(wrap(f"  {ln}", width))
+            out.extend(wrap(f"  {t(ln)}", width))
     (file or sys.stdout).write("".join(line + "\n" for line in out))
 
 
@@ -140,7 +147,7 @@ def fit_columns(columns: list[Column], rows: list[dict], width: int):
     columns = list(columns)
     dropped = []
     while True:
-        cells = [[cell(r.get(c.key), c.kind) for c in columns] for r in rows]
+        cells = [[safe.terminal(cell(r.get(c.key), c.kind)) for c in columns] for r in rows]
         widths = column_widths(columns, cells, width)
         droppable = [c for c in columns if c.drop]
         if sum(widths) + 3 * len(widths) + 1 <= width or not droppable:
@@ -191,7 +198,7 @@ def render_sections(fmt: str, sections: list[Section], heading: str = "") -> str
     if fmt == "csv":
         return to_csv(sections)
     if fmt == "markdown":
-        return to_markdown(sections, f"## {heading}" if heading else "")
+        return to_markdown(sections, heading)
     buf = io.StringIO()
     to_terminal(sections, heading, file=buf)
     # Cells are padded to their column's width: no trailing blanks in a pipe or a file.

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..analyses.options import GROUPINGS
 from ..units import format_bytes, format_ns
 from .render import Column, Section, cell
+from .safe import Line, Trusted
 
 STAT_COLUMNS = [
     Column("calls", "calls", "int"), Column("long_calls", "long", "int"),
@@ -72,10 +73,11 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
         fixes = []
         for r in rep["top"]:
             if r.get("waited_for_gpu") and r.get("fix"):
-                line = f"{r.get('site') or r.get('nvtx_range') or '(call site unknown)'} [{r['source_class']}]: {r['fix']}"
+                line = Line("fix {} [{}]: {}", r.get("site") or r.get("nvtx_range") or Trusted("(call site unknown)"),
+                            r["source_class"], Trusted(r["fix"]))
                 if line not in fixes:
                     fixes.append(line)
-        sections[-1].lines = [f"fix {ln}" for ln in fixes]
+        sections[-1].lines = fixes
     if rep.get("warnings"):
         sections[-1].lines += [f"warning: {w}" for w in rep["warnings"]]
     return sections
@@ -192,13 +194,15 @@ def gate_text(result) -> str:
     """The gate's terminal verdict: PASS/FAIL per report, each rule, its first offenders."""
     from .ci import offender_line
 
+    from .safe import terminal as t
+
     out = []
     for v in result.to_json()["verdicts"]:
-        out.append(f"{'PASS' if v['passed'] else 'FAIL'}  {v['path']}")
+        out.append(f"{'PASS' if v['passed'] else 'FAIL'}  {t(v['path'])}")
         for r in v["rules"]:
-            out.append(f"  [{'pass' if r['passed'] else 'FAIL'}] {r['name']}: {r['message']}")
+            out.append(f"  [{'pass' if r['passed'] else 'FAIL'}] {t(r['name'])}: {t(r['message'])}")
             out += [f"      {offender_line(o)}" for o in r["offenders"][:10]]
-    out += [f"ERROR {p}: not judged (see stderr)" for p, _m, _c in result.errors]
+    out += [f"ERROR {t(p)}: not judged (see stderr)" for p, _m, _c in result.errors]
     return "\n".join(out) + "\n"
 
 
@@ -211,5 +215,5 @@ def check_section(doc: dict) -> Section:
         [{**r, "where": r.get("site_line") or r["site"]} for r in doc["by_site"]],
         note=f"{doc['flagged']} of {doc['checked']} copies would wait for the GPU work queued ahead of them "
              "(pageable source, or pinned through a pageable temporary).",
-        lines=[f"fix {r['site_line'] or r['site']} [{r['source_class']}]: {r['fix']}" for r in doc["by_site"]
-               if r["flagged"]])
+        lines=[Line("fix {} [{}]: {}", r["site_line"] or r["site"], r["source_class"], Trusted(r["fix"]))
+               for r in doc["by_site"] if r["flagged"]])
