@@ -172,7 +172,7 @@ scheduler_option = click.option(
     "--scheduler", envvar="NSYSH2D_SCHEDULER", metavar="ADDRESS",
     help="Analyze the reports on a Dask cluster: its scheduler's address (tcp://host:8786; workers must have "
          "nsysh2d installed and see the report paths) or 'local' for a LocalCluster here. Also "
-         "$NSYSH2D_SCHEDULER or `scheduler` in [tool.nsysh2d]. Needs pip install 'nsysh2d[dask]'.")
+         "$NSYSH2D_SCHEDULER (never a project file). Needs pip install 'nsysh2d[dask]'.")
 
 common_report_options = [
     click.option("--min-duration", default="100us", show_default=True, callback=duration,

@@ -26,21 +26,24 @@ def find_pyproject(start: Path | None = None) -> Path | None:
 
 
 def scheduler_setting(given: str | None) -> str | None:
-    """--scheduler (or $NSYSH2D_SCHEDULER, which click reads), else `scheduler` of [tool.nsysh2d] in the
-    nearest pyproject.toml, else None: the local process pool."""
+    """--scheduler (or $NSYSH2D_SCHEDULER, which click reads), else None: the local process pool.
+
+    Never from a file in the checkout: in CI the checkout is the pull request's, and a scheduler address
+    decides where nsysh2d connects and whose results it takes (docs/security.md). A pyproject.toml that
+    still sets `[tool.nsysh2d] scheduler` is refused, so nobody's setting is silently ignored."""
     if given:
         return given
     p = find_pyproject()
     if p is None:
         return None
     try:
-        value = tomllib.loads(p.read_text(encoding="utf-8")).get("tool", {}).get("nsysh2d", {}).get("scheduler")
+        table = tomllib.loads(p.read_text(encoding="utf-8")).get("tool", {}).get("nsysh2d", {})
     except (OSError, ValueError) as e:
         raise BadInput(f"{p}: cannot read [tool.nsysh2d] ({e})") from None
-    if value is not None and (not isinstance(value, str) or not value):
-        raise BadInput(f"{p}: bad [tool.nsysh2d] scheduler = {value!r} (an address such as 'tcp://host:8786', "
-                       "or 'local')")
-    return value
+    if isinstance(table, dict) and "scheduler" in table:
+        raise BadInput(f"{p}: [tool.nsysh2d] scheduler is not read from a project file (the checkout must not "
+                       "choose where nsysh2d connects); pass --scheduler or set NSYSH2D_SCHEDULER")
+    return None
 
 
 def gate_settings(path: Path | None = None) -> tuple[dict, Path | None]:

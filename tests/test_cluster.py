@@ -83,16 +83,25 @@ def test_compare_gate_baseline_on_the_cluster(cluster, tmp_path):
     assert outs[0].read_bytes() == outs[1].read_bytes()
 
 
-def test_pyproject_scheduler_and_local_cluster(tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.nsysh2d]\nscheduler = "local"\n')
+def test_local_cluster_equals_the_local_run_and_pyproject_cannot_choose_a_scheduler(tmp_path):
+    """--scheduler local gives the local run's results. A scheduler named in the checkout's pyproject.toml
+    is refused with one line (issue 37: a pull request could point the gate at its own scheduler and have
+    the gate take its results), whatever its value, and nothing is analyzed."""
     paths = [str(p) for p in REPORTS[:3]]
-    r = run_cli("analyze", *paths, "--format", "json", "--no-cache", "-j", "2", cwd=tmp_path)
+    r = run_cli("analyze", *paths, "--format", "json", "--no-cache", "-j", "2", "--scheduler", "local", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     local = run_cli("analyze", *paths, "--format", "json", "--no-cache", cwd=ROOT)
     assert json.loads(r.stdout) == json.loads(local.stdout)
-    (tmp_path / "pyproject.toml").write_text('[tool.nsysh2d]\nscheduler = 7\n')
-    bad = run_cli("analyze", paths[0], "--no-cache", cwd=tmp_path)
-    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "scheduler" in bad.stderr
+    for value in ('"tcp://127.0.0.1:1"', '"local"', "7"):
+        (tmp_path / "pyproject.toml").write_text(f"[tool.nsysh2d]\nscheduler = {value}\n")
+        for cmd in (["analyze", paths[0]], ["gate", paths[0]], ["compare", paths[0], paths[0]]):
+            bad = run_cli(*cmd, "--no-cache", cwd=tmp_path)
+            assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+            assert "not read from a project file" in bad.stderr and not bad.stdout
+        # the command line (or the environment) still chooses
+        ok = run_cli("analyze", paths[0], "--no-cache", "--format", "json", cwd=tmp_path,
+                     env={"NSYSH2D_SCHEDULER": "local"})
+        assert ok.returncode == 0, ok.stderr
 
 
 def test_a_worker_killed_mid_run_is_retried(cluster, tmp_path):
