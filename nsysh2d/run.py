@@ -76,9 +76,27 @@ def _umask() -> int:
 
 
 def append_output(path: str, text: str) -> None:
-    """Append all of `text` or nothing: a failed write (full disk) is cut back to the file's old end."""
+    """Append all of `text` or nothing: a failed write (full disk) is cut back to the file's old end. Only
+    to a regular file that this user owns (or a new one), never through a symbolic link: on a shared
+    machine a link planted at the path would send the text into another file (docs/security.md)."""
+    import stat
+
     try:
-        with open(path, "ab") as f:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0), 0o666)   # a FIFO: an error, not a wait
+    except OSError as e:
+        if os.path.islink(path):
+            raise NsysH2DError(f"{path}: is a symbolic link; refusing to append through it (name the file "
+                               "itself)", EXIT_OUTPUT_UNWRITABLE) from None
+        raise NsysH2DError(f"{path}: cannot write ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
+    st = os.fstat(fd)
+    euid = os.geteuid() if hasattr(os, "geteuid") else st.st_uid
+    if not stat.S_ISREG(st.st_mode) or (st.st_uid != euid and euid != 0):
+        os.close(fd)
+        what = "not a regular file" if not stat.S_ISREG(st.st_mode) else "owned by another user"
+        raise NsysH2DError(f"{path}: {what}; refusing to append to it", EXIT_OUTPUT_UNWRITABLE)
+    try:
+        with open(fd, "ab") as f:
             start = f.tell()
             try:
                 f.write(text.encode())
