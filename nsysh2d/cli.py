@@ -6,7 +6,6 @@ Heavy modules (duckdb, polars, rich) are imported inside the commands that need 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import click
@@ -254,11 +253,11 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
     from .analyses.baseline import baseline_from
     from .analyses.options import Options
     from .present import to_json
-    from .run import analyze_all, write_output
+    from .run import analyze_all
 
     opts = Options(min_ns=min_duration, direction=direction.lower(), step_pattern=step_pattern, calls=calls.lower())
     rep, = analyze_all([report], opts, nsys_path, not no_cache, scheduler_setting(scheduler))
-    write_output(output, to_json(baseline_from(rep, accept)))
+    emit(to_json(baseline_from(rep, accept)), output)
     sites = sum(1 for s in rep.groups["site"] if s["blocking_calls"])
     click.echo(f"wrote {terminal(output)}: {rep.totals.blocking_calls} long-blocking copies at {sites} call site(s)")
     return 0

@@ -8,7 +8,7 @@ import sys
 import click
 
 from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
-from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
+from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
 from .present.safe import log_lines, terminal   # what reaches a terminal or a CI log (docs/security.md)
 
 FORMATS = ["table", "json", "csv", "markdown"]
@@ -142,19 +142,27 @@ def emit(text: str, output: str | None = None, commands: bool = False) -> None:
     if not commands:
         text = log_lines(text)
     if output:
-        from .run import write_output
+        from .cache import write_output
 
         write_output(output, text)
     else:
-        # What -o writes, byte for byte: UTF-8 whatever the locale (a C locale would turn names into '?'), and
-        # escape sequences in names kept (click.echo strips them when piped).
+        # What -o writes, byte for byte: UTF-8 whatever the locale (a C locale would turn names into '?').
         out = sys.stdout
-        if hasattr(out, "buffer"):
+        if not hasattr(out, "buffer"):
+            click.echo(text, nl=False, color=True)
+            return
+        try:
             out.flush()
             out.buffer.write(text.encode("utf-8"))
             out.buffer.flush()
-        else:
-            click.echo(text, nl=False, color=True)
+        except BrokenPipeError:
+            raise
+        except OSError as e:   # a full disk behind a redirect (> /dev/full): say it was stdout
+            try:   # what is still buffered would fail again at exit, with a second message
+                os.dup2(os.open(os.devnull, os.O_WRONLY), out.fileno())
+            except (OSError, ValueError):
+                pass
+            raise NsysH2DError(f"stdout: cannot write ({e.strerror or e})", EXIT_OUTPUT_UNWRITABLE) from None
 
 
 def exit_code(errors) -> int:

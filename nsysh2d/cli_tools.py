@@ -8,7 +8,7 @@ import click
 @click.command("cache-clear")
 def cache_clear():
     """Delete what nsysh2d wrote in its cache (results, exports, copies); unmarked folders are not touched."""
-    from .run import cache_root, clear_cache
+    from .cache import cache_root, clear_cache
 
     n = clear_cache()
     click.echo(f"removed {n} cached file(s) from {cache_root()}")

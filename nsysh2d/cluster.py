@@ -16,14 +16,18 @@ from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
 NO_WORKER_S = float(os.environ.get("NSYSH2D_NO_WORKER_TIMEOUT", "60"))
 
 
-def task(path: str, opts, groups, nsys, use_cache) -> dict:
-    """Runs on a worker: the report's JSON, or its error (an NsysH2DError is a result, not a failure)."""
+def task(path: str, opts, groups, nsys, use_cache) -> str:
+    """Runs on a worker: the report's JSON, or its error (an NsysH2DError is a result, not a failure), as
+    JSON text: what comes back is plain data, read by json on the client."""
+    import json
+
     from .run import _one
 
     try:
-        return {"report": _one(path, opts, groups, nsys, use_cache).to_json()}
+        out = {"report": _one(path, opts, groups, nsys, use_cache).to_json()}
     except NsysH2DError as e:
-        return {"error": str(e), "exit_code": e.exit_code}
+        out = {"error": str(e), "exit_code": e.exit_code}
+    return json.dumps(out, default=str)
 
 
 def _distributed():
@@ -90,14 +94,19 @@ def on_cluster(paths: list[str], scheduler: str, done, args, workers: int | None
 
 
 def _result(future, path, Report):
+    import json
+
     try:
-        out = future.result()
-    except Exception as e:   # the task kept failing (a worker killed each time it ran it, ...)
+        out = json.loads(future.result())
+    except Exception as e:   # the task kept failing (a worker killed each time it ran it, ...), or sent no JSON
         raise NsysH2DError(f"{path}: analysis failed on the Dask cluster ({type(e).__name__}: "
                            f"{str(e).splitlines()[0] if str(e) else ''})", EXIT_INTERNAL) from None
-    if "error" in out:
-        raise NsysH2DError(out["error"], out["exit_code"])
-    return Report.from_json(out["report"])
+    try:
+        if "error" in out:
+            raise NsysH2DError(str(out["error"]), int(out["exit_code"]))
+        return Report.from_json(out["report"])
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise NsysH2DError(f"{path}: the Dask cluster's result is not a report", EXIT_INTERNAL) from None
 
 
 def _no_worker(path):

@@ -1,119 +1,21 @@
-"""Running analyses: many reports in parallel with progress, the cache of finished reports, atomic writes.
+"""Running analyses: many reports in parallel with progress, and the cache of finished reports.
 
 The cache is keyed by the export's real path, size, mtime, inode and ctime, the nsysh2d version, the
 SQL shipped and the options, so a changed export or a new release is never served stale. Entries are
-Report.to_json() documents, read back through Report.from_json (a damaged entry is recomputed).
+Report.to_json() documents, read back through Report.from_json (a damaged entry is recomputed); the
+folder, its key and the writes are cache.py's.
 """
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 
 from . import __version__
-from .errors import EXIT_OUTPUT_UNWRITABLE, NsysH2DError
-
-
-# ------------------------------------------------------------------------------------ files
-def cache_root() -> Path:
-    base = os.environ.get("NSYSH2D_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "nsysh2d")
-    return Path(base)
-
-
-MARKER = ".nsysh2d-cache"           # written into the cache folder: cache-clear removes only marked folders
-CACHE_PARTS = ("reports", "exports", "spill", "copies")
-
-
-def cache_dir(part: str) -> Path:
-    """A folder of the cache (reports, exports, spill, copies), created with the marker that says nsysh2d owns it."""
-    root = cache_root()
-    (root / part).mkdir(parents=True, exist_ok=True)
-    marker = root / MARKER
-    if not marker.exists():
-        marker.write_text("nsysh2d cache folder: 'nsysh2d cache-clear' deletes what it wrote here\n")
-    return root / part
-
-
-def file_key(path: str, salt: str = "") -> str:
-    """A key that changes whenever the file does: real path, size, mtime, inode, ctime."""
-    st = os.stat(path)
-    raw = f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_ctime_ns}|{salt}"
-    return hashlib.sha256(raw.encode()).hexdigest()[:32]
-
-
-def atomic_write(path: str | os.PathLike, data: bytes | str) -> None:
-    """Write to a temporary file in the same folder, then rename: readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp makes the file 0600; the user's file gets the mode any new file of theirs gets (or keeps its own).
-        try:
-            mode = path.stat().st_mode & 0o7777
-        except OSError:
-            mode = 0o666 & ~_umask()
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def append_output(path: str, text: str) -> None:
-    """Append all of `text` or nothing: a failed write (full disk) is cut back to the file's old end. Only
-    to a regular file that this user owns (or a new one), never through a symbolic link: on a shared
-    machine a link planted at the path would send the text into another file (docs/security.md)."""
-    import stat
-
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
-                     | getattr(os, "O_NONBLOCK", 0), 0o666)   # a FIFO: an error, not a wait
-    except OSError as e:
-        if os.path.islink(path):
-            raise NsysH2DError(f"{path}: is a symbolic link; refusing to append through it (name the file "
-                               "itself)", EXIT_OUTPUT_UNWRITABLE) from None
-        raise NsysH2DError(f"{path}: cannot write ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
-    st = os.fstat(fd)
-    euid = os.geteuid() if hasattr(os, "geteuid") else st.st_uid
-    if not stat.S_ISREG(st.st_mode) or (st.st_uid != euid and euid != 0):
-        os.close(fd)
-        what = "not a regular file" if not stat.S_ISREG(st.st_mode) else "owned by another user"
-        raise NsysH2DError(f"{path}: {what}; refusing to append to it", EXIT_OUTPUT_UNWRITABLE)
-    try:
-        with open(fd, "ab") as f:
-            start = f.tell()
-            try:
-                f.write(text.encode())
-                f.flush()
-                os.fsync(f.fileno())
-            except OSError:
-                f.truncate(start)
-                raise
-    except OSError as e:
-        raise NsysH2DError(f"{path}: cannot write ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
-
-
-def write_output(path: str, text: str) -> None:
-    try:
-        atomic_write(path, text)
-    except OSError as e:
-        raise NsysH2DError(f"{path}: cannot write ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
+from .cache import atomic_write, cache_dir, cache_root, check_private, entry_digest, file_key
+from .errors import NsysH2DError
 
 
 # ------------------------------------------------------------------------------------ cache
@@ -139,12 +41,14 @@ def cached_report(path: str, opts, groups, use_cache=True, compute=None):
 
     if not use_cache or path.endswith((".nsys-rep", ".qdrep")) or not os.path.isfile(path):
         return compute()
+    check_private(cache_root())
     entry = entry_path(path, opts, groups)
     try:
         with open(entry, encoding="utf-8") as f:
             stored = json.load(f)
-        # Served only if it is what was written: an entry edited, truncated or of another shape is recomputed.
-        if _digest(stored["report"]) != stored["sha256"]:
+        # Served only if this cache wrote it: an entry edited, truncated, of another shape or made without the
+        # cache's key is recomputed.
+        if not hmac.compare_digest(str(stored["hmac"]), entry_digest(stored["report"])):
             raise ValueError("cache entry altered")
         rep = Report.from_json(stored["report"])
         rep.path = path
@@ -155,36 +59,10 @@ def cached_report(path: str, opts, groups, use_cache=True, compute=None):
     try:
         cache_dir("reports")
         payload = json.loads(json.dumps(rep.to_json(), default=str))
-        atomic_write(entry, json.dumps({"sha256": _digest(payload), "report": payload}))
+        atomic_write(entry, json.dumps({"hmac": entry_digest(payload), "report": payload}))
     except OSError:
         pass  # an unwritable cache folder only costs speed
     return rep
-
-
-def _digest(payload) -> str:
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
-
-
-def clear_cache() -> int:
-    """Deletes what nsysh2d wrote (its folders, then the marker); a folder without the marker is not ours."""
-    from .errors import BadInput
-
-    root = cache_root()
-    if not root.exists():
-        return 0
-    if not (root / MARKER).is_file():
-        raise BadInput(f"{root}: not an nsysh2d cache folder (no {MARKER} marker); nothing deleted")
-    n = 0
-    for part in CACHE_PARTS:
-        if (root / part).is_dir():
-            n += sum(1 for f in (root / part).rglob("*") if f.is_file())
-            shutil.rmtree(root / part, ignore_errors=True)
-    (root / MARKER).unlink()
-    try:
-        root.rmdir()   # only when nothing else is left in it
-    except OSError:
-        pass
-    return n
 
 
 # ------------------------------------------------------------------------------------ batch

@@ -50,6 +50,19 @@ def run_cli(*args, env=None, cwd=None):
     return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, env=full_env, cwd=cwd)
 
 
+def edited_copy(source, path, *statements):
+    """A copy of a real export at `path`, edited with sqlite3 (odd and hostile layouts made from real files)."""
+    import sqlite3
+
+    shutil.copy(source, path)
+    con = sqlite3.connect(path)
+    for s in statements:
+        con.execute(s)
+    con.commit()
+    con.close()
+    return path
+
+
 def sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 

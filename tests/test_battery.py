@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from conftest import SWEEP_TRACES, listing, run_cli, sha256
+from conftest import SWEEP_TRACES, edited_copy, listing, run_cli, sha256
 
 REAL = SWEEP_TRACES["2025.3"]
 MEMCPY_CALLS = ("SELECT r.rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
@@ -21,14 +21,7 @@ MEMCPY_CALLS = ("SELECT r.rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringId
 def build(tmp_path, *sqls, name="t.sqlite"):
     folder = tmp_path / "in"
     folder.mkdir()
-    p = folder / name
-    shutil.copy(REAL, p)
-    con = sqlite3.connect(p)
-    for s in sqls:
-        con.execute(s)
-    con.commit()
-    con.close()
-    return p
+    return edited_copy(REAL, folder / name, *sqls)
 
 
 def corrupt_pages(tmp_path, table):
@@ -439,10 +432,13 @@ def test_concurrent_analyses_share_one_cache_intact(tmp_path, n):
         assert out == alone[f]
     entries = list((cache / "reports").iterdir())
     assert len(entries) == len(files) and all(e.suffix == ".json" for e in entries)   # no temporaries left
+    import hmac
+
+    key = (cache / ".key").read_bytes()   # one key, made by whichever process came first
     for e in entries:
         stored = json.loads(e.read_text())
-        digest = hashlib.sha256(json.dumps(stored["report"], sort_keys=True).encode()).hexdigest()
-        assert digest == stored["sha256"]
+        digest = hmac.new(key, json.dumps(stored["report"], sort_keys=True).encode(), hashlib.sha256).hexdigest()
+        assert digest == stored["hmac"]
     again = subprocess.run([exe, "analyze", files[0], "--format", "json"], capture_output=True, text=True, env=env)
     assert again.stdout == alone[files[0]]                          # served from the cache, still the same
 

@@ -251,3 +251,32 @@ def test_error_lines_are_one_safe_line(tmp_path, cli):
     assert r.exit_code == 2
     assert len(r.stderr.strip("\n").split("\n")) == 1
     assert_log_safe(r.stderr)
+
+
+# threshold reads its cases from NVTX names 'h2d variant=V bytes=N ...' (V: no blank): hostile variants
+SWEEP_VARIANTS = {"pinned_contig": "::error::forged", "pageable": "##[add-mask]s\x1b]0;t\x07",
+                  "numpy_from": "<img/src=x/onerror=alert(1)>", "numpy_pin": "=HYPERLINK(1)|`*_\u202eevil",
+                  "pinned_strided": "$x$\x9b31m", "pinned_rows": "-1"}
+
+
+@pytest.fixture(scope="module")
+def hostile_sweep(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sweep") / "sweep.sqlite"
+    shutil.copy(H200 / "h2d-sweep.sqlite", path)
+    con = sqlite3.connect(path)
+    for old, new in SWEEP_VARIANTS.items():
+        con.execute("UPDATE NVTX_EVENTS SET text = replace(text, ?, ?) WHERE text LIKE ?",
+                    (f"variant={old} ", f"variant={new} ", f"h2d variant={old} %"))
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown", "csv", "json", "html"])
+def test_threshold_outputs(hostile_sweep, cli, fmt):
+    r = cli("threshold", hostile_sweep, "--format", fmt)
+    assert r.exit_code == 0, r.output
+    {"table": assert_log_safe, "markdown": assert_markdown_safe, "csv": assert_csv_safe, "json": assert_log_safe,
+     "html": assert_html_safe}[fmt](r.stdout)
+    if fmt == "json":
+        assert set(SWEEP_VARIANTS.values()) <= set(strings(json.loads(r.stdout)))

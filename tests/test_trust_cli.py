@@ -78,25 +78,29 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path, option):
     assert r.returncode == 2 and "not a regular file" in r.stderr and str(fifo) in r.stderr
 
 
-def test_nsys_rep_results_name_the_users_file(tmp_path):
+def test_nsys_rep_results_name_the_users_file(tmp_path, monkeypatch):
     """A .nsys-rep is exported into the cache; results and errors still name the .nsys-rep (issue 13.5).
     The export is put where nsysh2d keeps it, so no nsys CLI is needed here."""
-    from nsysh2d.run import file_key
+    from nsysh2d.cache import file_key, seal
 
     cache = tmp_path / "cache"
     rep = tmp_path / "run.nsys-rep"
     rep.write_bytes(b"not read: its export is already in the cache")
     (cache / "exports").mkdir(parents=True)
     shutil.copy(REAL, cache / "exports" / f"{file_key(str(rep))}.sqlite")
+    monkeypatch.setenv("NSYSH2D_CACHE_DIR", str(cache))   # seal() uses this cache's key
+    seal(cache / "exports" / f"{file_key(str(rep))}.sqlite")   # as nsysh2d does after its own export
     env = {"NSYSH2D_CACHE_DIR": str(cache)}
     r = run_cli("analyze", rep, "--format", "json", env=env)
     assert r.returncode == 0 and f'"path": "{rep}"' in r.stdout
     g = run_cli("gate", rep, env=env)
     assert g.returncode == 1 and f"FAIL  {rep}" in g.stdout
+    # An export changed after nsysh2d sealed it is not read: the report is exported again (which this
+    # fake report cannot be), and the error names the user's file.
     (cache / "exports" / f"{file_key(str(rep))}.sqlite").write_bytes(b"garbage" * 100)
-    bad = run_cli("analyze", rep, env=env)
-    assert bad.returncode == 2 and bad.stderr.startswith(f"nsysh2d: error: {rep} (exported to ")
-    assert not (cache / "exports" / f"{file_key(str(rep))}.sqlite").exists()   # not served again
+    bad = run_cli("analyze", rep, "--nsys", "/bin/false", env=env)
+    assert bad.returncode != 0 and "(exported to" not in bad.stderr and str(rep) in bad.stderr
+    assert len(bad.stderr.splitlines()) == 1
 
 
 def test_report_too_new_for_this_nsys_names_the_binary_and_what_to_do(tmp_path):

@@ -6,10 +6,9 @@ needs the baseline's trace.
 """
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 
-from ..errors import EXIT_BAD_INPUT, BadInput, NsysH2DError
+from ..errors import EXIT_BAD_INPUT, NsysH2DError
 from ..units import parse_duration, parse_fraction
 from .options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds
 
@@ -118,10 +117,17 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         (t.get("calls_without_activity", 0), "memcpy API calls without a GPU activity row (direction and memory "
                                              "kinds unknown; was the capture cut short?)"),
         (t.get("activity_without_call", 0), "copies that no copy API call claims (missing, unnamed or renamed in StringIds)"),
-        (t.get("merged_calls", 0), "correlationIds shared by several memcpy calls")) if n]
+        (t.get("merged_calls", 0), "correlationIds shared by several memcpy calls"),
+        (t.get("unusable_time_calls", 0), "copy calls with an unusable host start/end (NULL, 2^62 ns or more, or "
+                                          "ending before they start)"),
+        (t.get("disagreeing_calls", 0), "copy calls whose runtime and backtrace rows disagree on the duration")) if n]
     if why:
         results.append(RuleResult("classified-copies", False, " and ".join(why) + ": they cannot be judged, so "
                                   "the trace cannot pass (see the warnings of 'analyze')"))
+    if rep.get("inconsistencies"):
+        results.append(RuleResult("consistent-trace", False, "the trace contradicts itself: "
+                                  + "; ".join(rep["inconsistencies"]) + ": its figures cannot be trusted, so it "
+                                  "cannot pass"))
     if baseline is not None:
         results += against_baseline(rep, baseline, rules)
     return results

@@ -53,6 +53,10 @@ class Totals:
     calls_without_activity: int = 0
     activity_without_call: int = 0
     merged_calls: int = 0
+    # Copy calls whose host start/end cannot be used (NULL, beyond 2^62 ns, ending before they start): a call
+    # all the same, of unknown duration; the gate fails on them too.
+    unusable_time_calls: int = 0
+    disagreeing_calls: int = 0   # their runtime and backtrace rows disagree on the duration (copies_fold.sql)
     # The async/sync split of this direction, whatever --calls counts above (from by_api).
     async_calls: int = 0
     async_long_calls: int = 0
@@ -76,7 +80,9 @@ class Totals:
                                                                      "gpu_idle_ns")}
         return cls(**sums, **per, **outside,
                    unclassified_calls=an.get("unclassified", 0), calls_without_activity=an.get("no_activity", 0),
-                   activity_without_call=an.get("orphans", 0), merged_calls=an.get("shared_correlation", 0), **split)
+                   activity_without_call=an.get("orphans", 0), merged_calls=an.get("shared_correlation", 0),
+                   unusable_time_calls=an.get("bad_duration", 0), disagreeing_calls=an.get("disagreeing_rows", 0),
+                   **split)
 
 
 def _sum(rows, key):
@@ -104,6 +110,7 @@ class Report:
     calls: str = "async"                                 # which copy APIs the figures count (options.CALLS)
     by_api: list[dict] = field(default_factory=list)     # per copy API, sync and async whatever `calls` is
     python_backtrace: bool = False                       # captured with --python-backtrace (a warning says so)
+    inconsistencies: list[str] = field(default_factory=list)   # the file contradicts itself (trace.py): gate fails
 
     def group(self, by: str) -> list[dict]:
         if by == "kind":
@@ -116,17 +123,19 @@ class Report:
                 "steps": vars(self.steps).copy(), "totals": vars(self.totals).copy(), "by_kind": self.by_kind,
                 **{f"by_{g}": rows for g, rows in self.groups.items()},
                 "top": self.top, "warnings": self.warnings, "by_step": self.by_step, "calls": self.calls,
-                "by_api": self.by_api, "python_backtrace": self.python_backtrace}
+                "by_api": self.by_api, "python_backtrace": self.python_backtrace,
+                "inconsistencies": self.inconsistencies}
 
     @classmethod
     def from_json(cls, d: dict) -> "Report":
         """Raises KeyError/TypeError/AttributeError on a document of another shape."""
-        known = {f.name for f in fields(cls)} - {"steps", "totals", "groups", "by_step", "by_api"}
+        known = {f.name for f in fields(cls)} - {"steps", "totals", "groups", "by_step", "by_api", "inconsistencies"}
         groups = {k[3:]: v for k, v in d.items() if k.startswith("by_") and k not in ("by_kind", "by_step", "by_api")}
         if not all(isinstance(v, list) for v in [d["by_kind"], d["top"], *groups.values()]):
             raise TypeError("rows are not lists")
         return cls(**{k: d[k] for k in known}, steps=Steps(**d["steps"]),
-                   totals=Totals(**d["totals"]), groups=groups, by_step=list(d["by_step"]), by_api=list(d["by_api"]))
+                   totals=Totals(**d["totals"]), groups=groups, by_step=list(d["by_step"]), by_api=list(d["by_api"]),
+                   inconsistencies=list(d.get("inconsistencies", [])))
 
 
 def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
@@ -146,8 +155,8 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
                   gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
                   totals=Totals.of(kinds, steps, apis, model.anomalies, by_step), by_kind=kinds,
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
-                  warnings=model.warnings,
-                  by_step=by_step,
+                  warnings=model.warnings + [f"inconsistent trace: {i}" for i in model.inconsistencies],
+                  by_step=by_step, inconsistencies=model.inconsistencies,
                   calls=opts.calls, by_api=apis, python_backtrace=bool(meta.get("python_backtrace")))
 
 

@@ -31,6 +31,7 @@ class CopyModel:
         self.summaries: dict = {}   # analyses/summary.sql rows per (min_ns, direction, top): one pass serves all groupings
         pipeline.build(trace)
         self.warnings = list(trace.warnings)
+        self.inconsistencies = list(trace.inconsistencies)
         self.anomalies: dict[str, int] = {}
         with pipeline.stage("anomalies"):
             for key, what, n in trace.run("model/anomalies").fetchall():

@@ -74,7 +74,7 @@ def gate_output(fmt: str, result) -> str:
 
 def gate_files(result, junit_path: str | None, summary_path: str | None, github: bool) -> str:
     """Writes the JUnit file and appends the step summary; returns the GitHub annotations to print."""
-    from ..run import append_output, write_output
+    from ..cache import append_output, write_output
     from .ci import github_annotations, junit, summary_markdown
 
     doc = result.to_json()

@@ -144,7 +144,7 @@ def steps_plot(series: dict[str, list[dict]], title: str) -> str:
     marks = {}
     for name, rows in series.items():
         rows = sorted(rows, key=lambda r: r["step"])
-        gid = f"steps-{name}"
+        gid = safe.svg_id(f"steps-{name}")
         ax.plot([r["step"] for r in rows], [r["blocking_ns"] / 1e6 for r in rows], marker="o", ms=3,
                 label=safe.plot_label(name), gid=gid)
         marks[gid] = [{"title": f"{name}: step {r['step']}: {format_ns(r['blocking_ns'])} blocked",
@@ -168,7 +168,7 @@ def threshold_figure(plt, series: list[dict], panel=(3.4, 3.2), marks: dict | No
         for r in series:
             if (r["backlog_us"], r["inflight"]) != (backlog, inflight):
                 continue
-            gid = f"sizes-{r['variant']}-{backlog}-{inflight}"
+            gid = safe.svg_id(f"sizes-{r['variant']}-{backlog}-{inflight}")
             line, = ax.plot(r["sizes"], [h / 1e6 for h in r["median_host_ns"]], marker="o", ms=3,
                             label=safe.plot_label(r["variant"]), gid=gid)
             if marks is None:
@@ -177,7 +177,7 @@ def threshold_figure(plt, series: list[dict], panel=(3.4, 3.2), marks: dict | No
                            "host-ns": h} for b, h in zip(r["sizes"], r["median_host_ns"])]
             if r["threshold_bytes"]:
                 ax.axvline(r["threshold_bytes"], color=line.get_color(), ls="--", lw=0.8,
-                           gid=f"threshold-{r['variant']}-{backlog}-{inflight}")
+                           gid=safe.svg_id(f"threshold-{r['variant']}-{backlog}-{inflight}"))
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_title(f"backlog {backlog / 1000:g} ms, {inflight} in flight", fontsize=9)

@@ -165,6 +165,12 @@ def plot_label(s) -> str:
     return terminal(s).replace("$", "\\$")
 
 
+def svg_id(s) -> str:
+    """A trace string in an SVG element's id (matplotlib's gid), which the page also repeats unescaped in
+    data-series: terminal-safe, and none of the characters that would end or open an attribute or a tag."""
+    return re.sub("[\"'<>&\\s]", "_", terminal(s))
+
+
 def html(s) -> str:
     """A trace string as HTML text or an attribute value."""
     return _html.escape(terminal(s))

@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import tempfile
 
-from ..run import cache_dir, cache_root, file_key
+from ..cache import cache_dir, cache_root, check_private, file_key, seal, sealed
 from ..errors import EXIT_EXPORT_FAILED, EXIT_NSYS_MISSING, BadInput, NsysH2DError
 from ..nsys import export_command, find_nsys
 
@@ -16,9 +16,10 @@ from ..nsys import export_command, find_nsys
 def sqlite_for_report(path: str, nsys: str | None = None) -> str:
     if not os.path.isfile(path):
         raise BadInput(f"{path}: no such file")
+    check_private(cache_root())   # an export another user could plant would be read as this report
     out_dir = cache_root() / "exports"
     target = out_dir / f"{file_key(path)}.sqlite"
-    if target.exists():
+    if target.exists() and sealed(target):   # one this cache wrote; another is exported again
         return str(target)
     try:
         exe = find_nsys(nsys)
@@ -33,6 +34,7 @@ def sqlite_for_report(path: str, nsys: str | None = None) -> str:
         if proc.returncode != 0 or not os.path.exists(tmp):
             raise NsysH2DError(f"{path}: {_export_failure(exe, proc)}", EXIT_EXPORT_FAILED)
         os.replace(tmp, target)  # atomic: concurrent exports of one report end with one complete file
+        seal(target)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
     return str(target)

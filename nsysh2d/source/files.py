@@ -129,13 +129,13 @@ def private_copy(path: str) -> str:
     import sqlite3
     import tempfile
 
-    from ..run import cache_dir, file_key
+    from ..cache import cache_dir, file_key, seal, sealed
 
     sides = [s for s in ("-wal", "-journal") if os.path.exists(path + s)]
     salt = "|".join(f"{s}:{os.stat(path + s).st_size}:{os.stat(path + s).st_mtime_ns}" for s in sides)
     folder = cache_dir("copies")
     target = folder / f"{file_key(path, salt)}.sqlite"
-    if target.exists():
+    if target.exists() and sealed(target):   # one this cache made; another is made again
         return str(target)
     tmpdir = tempfile.mkdtemp(prefix="copy-", dir=folder)
     try:
@@ -150,6 +150,7 @@ def private_copy(path: str) -> str:
         finally:
             con.close()
         os.replace(tmp, target)
+        seal(target)
     except sqlite3.Error as e:
         raise BadInput(f"{path}: cannot recover it with its side files ({e})") from None
     finally:

@@ -99,18 +99,30 @@ def source_columns(tables: dict[str, set[str]], view: str) -> tuple[str | None, 
     return table, {out: (src if src in have else None) for out, src in cols.items()}
 
 
+ROWID_NAMES = {"rowid", "_rowid_", "oid"}
+
+
 def check_typed(path: str, tables: dict[str, set[str]], blobs: set[tuple[str, str]]) -> None:
-    """nsys declares a type for every column the views read; one without (read as BLOB) is not its export."""
+    """nsys declares a type for every column the views read; one without (read as BLOB) is not its export.
+    nsys never names a column rowid: one that does shadows SQLite's row number, which the parallel reads
+    (ingest.py) and DuckDB's scanner range over, and a NULL there hides the row from both (issue 37)."""
     for view in VIEWS:
         table, cols = source_columns(tables, view)
+        shadow = sorted(c for c in tables.get(table, ()) if c.lower() in ROWID_NAMES) if table else []
+        if shadow:
+            raise BadInput(f"{path}: table {table} has a column named {shadow[0]}, which hides SQLite's row "
+                           "numbers from the reads (nsys never writes one: an edited export?)")
         for src in cols.values():
             if src and (table, src) in blobs:
                 raise BadInput(f"{path}: table {table}: column {src} has no declared type; columns not typed as "
                                "nsys writes them (an edited export?)")
 
 
-def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str], views=()) -> None:
-    """Schema n: one view per VIEWS entry over the attached file `src`, then source/views.sql."""
+def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str], views=(),
+                inconsistencies: list[str] | None = None) -> None:
+    """Schema n: one view per VIEWS entry over the attached file `src`, then source/views.sql. What the
+    file contradicts itself on goes to `inconsistencies` (source/enum_contradictions.sql)."""
+    inconsistencies = [] if inconsistencies is None else inconsistencies
     con.execute("CREATE SCHEMA n")
     sql.run(con, "source/known_enums")
     missing_tables, fallbacks = [], []
@@ -142,6 +154,11 @@ def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]
             if dups:
                 warnings.append(f"{dups} duplicated ids in {have} (each id read once)")
                 other = [c for c in mapped if c != "id"]
+                # An id with two different names (a copy API named both async and sync) could be read either way.
+                ambiguous = con.execute(f"SELECT count(*) FROM (SELECT id FROM ({select}) GROUP BY id HAVING "
+                                        f"count(DISTINCT ({', '.join(other)})) > 1)").fetchone()[0]
+                if ambiguous:
+                    inconsistencies.append(f"{ambiguous} ids in {have} with two or more different names")
                 select = (f"SELECT id, {', '.join(f'min({c}) AS {c}' for c in other)} FROM ({select}) "
                           "GROUP BY id")
         try:
@@ -163,6 +180,8 @@ def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]
         warnings.append(f"no {'/'.join(fallbacks)} table(s) (an nsys <= 2022.1 export?): kinds decoded with the "
                         "ids every ENUM table of nsys 2022.4 .. 2026.1 uses")
     sql.run(con, "source/views")
+    for table, id_, label, known in sql.run(con, "source/enum_contradictions").fetchall():
+        inconsistencies.append(f"{table} labels id {id_} {label!r} where CUPTI's id {id_} is {known!r}")
 
 
 def read_meta(con) -> dict:

@@ -42,15 +42,24 @@ def memory_limit(threads: int | None = None) -> str:
     return value
 
 
-def _duckdb_config(threads: int) -> dict:
-    """Bounded memory: past the limit DuckDB spills to a folder in the user's cache, not RAM. `threads`
-    set always: DuckDB's own default counts the host's CPUs, not those this process may use (cpus.py)."""
-    from ..run import cache_dir
+def _spill_folder() -> str:
+    """A new folder, 0700, for this run's DuckDB spill files: in the user's cache, or in $TMPDIR when the
+    cache cannot be written. Never a shared folder itself, where a link planted under DuckDB's file names
+    would have its target overwritten (docs/security.md)."""
+    import tempfile
+
+    from ..cache import cache_dir
 
     try:
-        spill = cache_dir("spill")
-    except OSError:
-        spill = Path(os.environ.get("TMPDIR", "/tmp"))
+        base = cache_dir("spill")
+    except (OSError, NsysH2DError):   # an unwritable or refused cache: a new folder in $TMPDIR is as safe
+        base = None
+    return tempfile.mkdtemp(prefix="run-", dir=base)
+
+
+def _duckdb_config(threads: int, spill: str) -> dict:
+    """Bounded memory: past the limit DuckDB spills to `spill`, not RAM. `threads` set always: DuckDB's own
+    default counts the host's CPUs, not those this process may use (cpus.py)."""
     # Arrow tables (ingest.py) give the planner no row counts; it then takes a join of millions of
     # rows for a tiny one and picks a nested loop, quadratic (17 s instead of 0.1 s on 100 k calls).
     return {"memory_limit": memory_limit(threads), "temp_directory": str(spill), "threads": threads,
@@ -78,9 +87,13 @@ class Trace:
     con: duckdb.DuckDBPyConnection
     tables: dict[str, set[str]]
     warnings: list[str] = field(default_factory=list)
+    # What contradicts itself in the file (ENUM labels against CUPTI's ids, one id with two names): the
+    # figures may be wrong in the file's favour, so the gate cannot pass it (docs/security.md).
+    inconsistencies: list[str] = field(default_factory=list)
     meta: dict = field(default_factory=dict)
     threads: int | None = None
     source: str = ""   # what the user named: the .nsys-rep when `path` is its export in the cache
+    spill: str | None = None   # this run's own spill folder (removed on close)
 
     @classmethod
     def open(cls, path: str, nsys: str | None = None, threads: int | None = None) -> "Trace":
@@ -121,7 +134,18 @@ class Trace:
         # The extension is the pinned PyPI package's own file, loaded by its path inside site-packages:
         # checking its signature hashes all 34 MB of it in every process (45 ms of each cold run), so
         # the check is off for this one LOAD and back on before anything else runs on the connection.
-        config = _duckdb_config(threads)
+        spill = _spill_folder()
+        try:
+            return cls._connect(p, path, source, threads, spill)
+        except BaseException:
+            import shutil
+
+            shutil.rmtree(spill, ignore_errors=True)
+            raise
+
+    @classmethod
+    def _connect(cls, p: Path, path: str, source: str, threads: int, spill: str) -> "Trace":
+        config = _duckdb_config(threads, spill)
         if os.environ.get("NSYSH2D_TIMING"):
             # one write: the workers of `analyze -j N` share the stderr, and print() writes in pieces
             os.write(2, f"nsysh2d: threads {threads}, DuckDB memory limit {config['memory_limit']}\n".encode())
@@ -143,8 +167,8 @@ class Trace:
             if typ == "BLOB":   # the scanner's type for a column declared without a type
                 blobs.add((t, c))
         schema.check_typed(str(p), tables, blobs)
-        tr = cls(str(p), con, tables, threads=threads, source=source)
-        schema.build_views(con, tr.path, tables, tr.warnings, _sqlite_views(str(p)))
+        tr = cls(str(p), con, tables, threads=threads, source=source, spill=spill)
+        schema.build_views(con, tr.path, tables, tr.warnings, _sqlite_views(str(p)), tr.inconsistencies)
         tr.meta = schema.read_meta(con)
         return tr
 
@@ -177,6 +201,10 @@ class Trace:
 
     def close(self) -> None:
         self.con.close()
+        if self.spill:
+            import shutil
+
+            shutil.rmtree(self.spill, ignore_errors=True)
 
     def __enter__(self):
         return self

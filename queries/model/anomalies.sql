@@ -9,6 +9,10 @@ UNION ALL
 SELECT 'shared_correlation', 'correlationIds shared by several memcpy API calls (a damaged export: one call kept per id)',
        (SELECT shared_correlation FROM copy_stats)
 UNION ALL
+SELECT 'disagreeing_rows', 'copy calls whose runtime and backtrace rows disagree on the duration by more than 50 us '
+       || '(an edited export? judged by the CUDA runtime row)',
+       (SELECT disagreeing_rows FROM copy_stats)
+UNION ALL
 SELECT 'bad_duration', 'copy calls with a NULL, negative or impossible (2^62 ns or more) host start/end (left out)',
        (SELECT count(*) FROM calls WHERE api_end IS NULL OR api_start IS NULL OR api_end < api_start)
 UNION ALL

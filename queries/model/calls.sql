@@ -11,7 +11,8 @@ CREATE TEMP TABLE copy_stats AS
 SELECT COALESCE((SELECT api_rows_without_activity FROM fold_stats),
                 (SELECT count(*) FROM api_raw) - (SELECT count(*) FROM copies)) AS api_rows_without_activity,
        COALESCE((SELECT memcpy_duplicates FROM fold_stats), 0) AS memcpy_duplicates,
-       COALESCE((SELECT shared_correlation FROM fold_stats), 0) AS shared_correlation;
+       COALESCE((SELECT shared_correlation FROM fold_stats), 0) AS shared_correlation,
+       COALESCE((SELECT disagreeing_rows FROM fold_stats), 0) AS disagreeing_rows;
 
 DROP VIEW IF EXISTS api_calls;   -- copies_join.sql ran on no range when there were no calls
 DROP TABLE api_raw;

@@ -3,7 +3,10 @@
 -- rows (copy_keys_multi), and what was found in fold_stats. The pipeline runs it only when such calls,
 -- or runtime rows without activity, exist. No parameters.
 -- The call keeps its CUDA runtime row (the shortest if several) and any callchain of its rows;
--- several activity rows add up; exact duplicate activity rows (a damaged export) count once.
+-- several activity rows add up; exact duplicate activity rows (a damaged export) count once. A call whose
+-- rows disagree on its duration by more than 50 us is counted (disagreeing_rows): nsys's backtrace row spans
+-- its call to within a few us (3.6 us at most on the bundled exports), and a long call relabelled as a
+-- backtrace beside a short twin would otherwise be judged by the twin.
 CREATE TEMP TABLE fold_api AS
 WITH a AS (
     SELECT a.*, global_pid_of(a.global_tid) AS global_pid
@@ -14,6 +17,7 @@ SELECT * FROM (
     SELECT *,
            max(callchain_id) OVER w AS any_callchain,
            count(*) OVER w AS api_rows,
+           max("end" - start) OVER w - min("end" - start) OVER w AS duration_spread,
            -- Rows of API calls (runtime or driver), not of backtraces: two of them under one id are two
            -- calls that a damaged export made share a correlationId (they cannot be told apart: one is kept).
            count(*) FILTER (WHERE event_class IN (SELECT id FROM n.event_class_enum
@@ -52,7 +56,8 @@ SELECT (SELECT count(*) FROM fold_memcpy_raw) - (SELECT count(*) FROM fold_memcp
        (SELECT count(*) FROM fold_api WHERE call_rows > 1),
        (SELECT count(*) FROM (SELECT DISTINCT global_pid_of(global_tid), correlation_id FROM api_raw))
        - (SELECT count(*) FROM copies c ANTI JOIN copy_keys_multi k USING (global_pid, correlation_id))
-       - (SELECT count(*) FROM folded);
+       - (SELECT count(*) FROM folded),
+       (SELECT count(*) FROM fold_api WHERE duration_spread > 50000);
 
 DROP VIEW fold_calls;
 DROP TABLE fold_api;

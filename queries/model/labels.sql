@@ -1,7 +1,9 @@
 -- labels: what copies_x joins to every call, once per distinct value, and `calls_k`: each call with
 -- its kind id and Python call site id. No parameters.
 -- kind_labels: each (copyKind, srcKind, dstKind) seen, with an id (kind_id: the only join on the three
--- columns is here), named through the file's own enums, with its direction. api_names: the API names
+-- columns is here), named through the file's own enums, with its direction (from the copy kind; where that
+-- is missing or Unknown, from the source and destination kinds: a copy from Pageable to Device is H2D
+-- whatever the copy kind says, or a file could hide its pageable copies behind copyKind 0). api_names: the API names
 -- of the copy calls. python_sites comes from the Python-backtrace step (attribution.py).
 CREATE TEMP TABLE kind_labels AS
 WITH k AS (SELECT DISTINCT copy_kind, src_kind, dst_kind FROM calls),
@@ -12,8 +14,10 @@ l AS (
            ck.label AS copy_kind_name,
            CASE WHEN ck.label LIKE 'Host-to-%' OR ck.label LIKE '%Host-to-Device' THEN 'h2d'
                 WHEN ck.label LIKE '%-to-Host' THEN 'd2h'
-                WHEN ck.label IS NULL AND sk.label IN ('Pageable', 'Pinned') AND dk.label = 'Device' THEN 'h2d'
-                WHEN ck.label IS NULL AND dk.label IN ('Pageable', 'Pinned') AND sk.label = 'Device' THEN 'd2h'
+                WHEN COALESCE(ck.label, 'Unknown') = 'Unknown' AND sk.label IN ('Pageable', 'Pinned')
+                     AND dk.label = 'Device' THEN 'h2d'
+                WHEN COALESCE(ck.label, 'Unknown') = 'Unknown' AND dk.label IN ('Pageable', 'Pinned')
+                     AND sk.label = 'Device' THEN 'd2h'
                 ELSE 'other' END AS direction
     FROM k
     LEFT JOIN n.mem_kind_enum sk ON sk.id = k.src_kind

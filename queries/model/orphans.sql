@@ -1,12 +1,18 @@
 -- orphans: memcpy activity that no memcpy API call claims: its API call is missing from the runtime table,
 -- has no name in StringIds, or a name that is no copy API (table orphan_stats, made by store.sql). Such
 -- copies cannot be judged: an export whose StringIds lost the API names would otherwise read as "no copies".
--- Copies inside CUDA graphs belong to the graph launch (cudaGraphLaunch, cuGraphLaunch) and are not counted. Runs only when
--- some activity is unclaimed (view unclaimed_activity, calls.sql): it scans the runtime table. No parameters.
+-- Copies inside CUDA graphs belong to the graph launch (cudaGraphLaunch, cuGraphLaunch) of the same process
+-- and are not counted (a launch of another process sharing the correlationId excuses nothing: ids are per
+-- process). Runs only when some activity is unclaimed (view unclaimed_activity, calls.sql): it scans the
+-- runtime table. No parameters.
 INSERT INTO orphan_stats
 WITH o AS (SELECT DISTINCT * FROM unclaimed_activity),
 graph AS (
-    SELECT DISTINCT r.correlation_id FROM n.runtime r JOIN n.strings s ON s.id = r.name_id
+    SELECT DISTINCT global_pid_of(r.global_tid) AS global_pid, r.correlation_id
+    FROM n.runtime r JOIN n.strings s ON s.id = r.name_id
     WHERE r.correlation_id IN (SELECT correlation_id FROM o) AND s.value LIKE 'cu%Graph%Launch%'
 )
-SELECT count(*) FROM o ANTI JOIN graph USING (correlation_id);
+-- activity rows without a globalPid match a launch of any process (as in calls.sql)
+SELECT count(*) FROM o
+WHERE NOT EXISTS (SELECT 1 FROM graph g WHERE g.correlation_id = o.correlation_id
+                  AND (o.global_pid IS NULL OR g.global_pid = o.global_pid));

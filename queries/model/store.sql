@@ -23,5 +23,6 @@ CREATE TABLE store.copies (global_tid BIGINT, global_pid BIGINT, correlation_id 
                            stream_id INTEGER, activity_rows INTEGER, api_rows INTEGER, callchain_id BIGINT,
                            nvtx_id INTEGER, nvtx_g INTEGER);
 CREATE TABLE store.folded AS SELECT * FROM store.copies WHERE false;
-CREATE TABLE store.fold_stats (memcpy_duplicates BIGINT, shared_correlation BIGINT, api_rows_without_activity BIGINT);
+CREATE TABLE store.fold_stats (memcpy_duplicates BIGINT, shared_correlation BIGINT, api_rows_without_activity BIGINT,
+                               disagreeing_rows BIGINT);
 CREATE TABLE store.orphan_stats (activity_without_call BIGINT);

@@ -6,6 +6,7 @@ The mapped function is nsysh2d.cluster.task, from the installed package: the pro
 the Dask workers of --mode dask-futures import it by name (they do not see this folder). Reports travel as paths.
 """
 import glob
+import json
 import os
 
 from nsys_recipe.lib import recipe
@@ -32,21 +33,22 @@ class NsysH2D(recipe.Recipe):
         from nsysh2d.analyses.h2d_blocking import Report
         from nsysh2d.cluster import task
         from nsysh2d.present import analyze_output, document
+        from nsysh2d.present.safe import log_lines, terminal
         from nsysh2d.units import parse_duration
 
         args = self._parsed_args
         paths = expand(args.input)
         opts = Options(min_ns=parse_duration(args.min_duration), direction=args.direction, top=args.top)
-        results = context.wait(context.map(task, paths, opts=opts, groups=REPORT_GROUPS, nsys=None,
-                                           use_cache=not args.no_cache))
+        results = [json.loads(r) for r in context.wait(context.map(task, paths, opts=opts, groups=REPORT_GROUPS,
+                                                                  nsys=None, use_cache=not args.no_cache))]
         reports = [Report.from_json(r["report"]) for r in results if "report" in r]
         errors = [(p, r["error"], r["exit_code"]) for p, r in zip(paths, results) if "error" in r]
         extra = {"errors": [{"path": p, "error": m, "exit_code": c} for p, m, c in errors]} if errors else {}
         with open(self.add_output_file("reports.json", "JSON"), "w", encoding="utf-8") as f:
             f.write(document(reports=[r.to_json() for r in reports], **extra))
         with open(self.add_output_file("report.txt", "Text"), "w", encoding="utf-8") as f:
-            f.write(analyze_output("table", reports, errors, "kind", args.top, len(paths)))
-            f.writelines(f"not analyzed: {m}\n" for _p, m, _c in errors)
+            f.write(log_lines(analyze_output("table", reports, errors, "kind", args.top, len(paths))))
+            f.writelines(f"not analyzed: {terminal(m)}\n" for _p, m, _c in errors)
         self._analysis_dict.update({"InputFiles": paths, "Outputs": self._output_files,
                                     "Reports": len(reports), "Errors": len(errors)})
         self.create_analysis_file()
