@@ -5,14 +5,21 @@
 -- spilled (1x: 1.24 -> 0.88 s; 2x: 4.1 -> 2.4 s). A call and its activity share the id, so each range
 -- joins apart. No parameters: the range of correlation ids is the variable call_range (call_range.sql).
 -- Most calls have one runtime row and one activity row; copies_fold.sql folds the others.
--- The range's calls on their own: with_nvtx looks only at the NVTX events of their time span. At most two
--- runtime rows of a (process, correlationId): a key with more is folded from api_raw (copies_fold.sql), and
--- its rows here only show it has several; all of them, each joined with each of as many activity rows,
--- grew with the square of such rows (12,000 sharing one id in a crafted 1.4 MB file: minutes, 12 GB spilled).
+-- The range's calls on their own: with_nvtx looks only at the NVTX events of their time span. Of an id with
+-- several activity rows (memcpy_multi, store_memcpy.sql), at most two runtime rows per process: such a key is
+-- folded from all its rows (copies_fold.sql) and its rows here only show it has several, while each of
+-- thousands of runtime rows joined with each of as many activity rows grew with their square (12,000 sharing
+-- one id in a crafted 1.4 MB file: minutes, 12 GB spilled). Numbering only those keys' rows costs nothing
+-- when there are none (numbering every call doubled this step).
 CREATE OR REPLACE TEMP VIEW api_calls AS
-SELECT global_tid, start AS api_start, "end" AS api_end, correlation_id, name_id, callchain_id FROM api_raw
-WHERE correlation_id BETWEEN getvariable('call_range')[1] AND getvariable('call_range')[2]
-QUALIFY row_number() OVER (PARTITION BY global_pid_of(global_tid), correlation_id) <= 2;
+WITH r AS (
+    SELECT global_tid, start AS api_start, "end" AS api_end, correlation_id, name_id, callchain_id FROM api_raw
+    WHERE correlation_id BETWEEN getvariable('call_range')[1] AND getvariable('call_range')[2]
+)
+SELECT * FROM r ANTI JOIN memcpy_multi USING (correlation_id)
+UNION ALL
+SELECT * FROM (SELECT * FROM r SEMI JOIN memcpy_multi USING (correlation_id)
+               QUALIFY row_number() OVER (PARTITION BY global_pid_of(global_tid), correlation_id) <= 2);
 
 -- NVTX first, on the narrow calls: the ASOF join sorts what it carries.
 INSERT INTO copies BY NAME
