@@ -250,7 +250,7 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
       nsysh2d baseline main.sqlite -o nsysh2d-baseline.json --accept "model-init copies (#123)"
       nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json
     """
-    from .analyses.baseline import baseline_from
+    from .analyses.baseline import baseline_from, in_words
     from .analyses.options import Options
     from .present import to_json
     from .run import analyze_all
@@ -258,8 +258,7 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
     opts = Options(min_ns=min_duration, direction=direction.lower(), step_pattern=step_pattern, calls=calls.lower())
     rep, = analyze_all([report], opts, nsys_path, not no_cache, scheduler_setting(scheduler))
     emit(to_json(baseline_from(rep, accept)), output)
-    sites = sum(1 for s in rep.groups["site"] if s["blocking_calls"])
-    click.echo(f"wrote {terminal(output)}: {rep.totals.blocking_calls} long-blocking copies at {sites} call site(s)")
+    click.echo(f"wrote {terminal(output)}: {in_words(rep)}")
     return 0
 
 

@@ -20,6 +20,16 @@ def baseline_from(report, accept: str | None = None) -> dict:
     return out
 
 
+def in_words(report) -> str:
+    """What a baseline of this Report accepts, for `nsysh2d baseline`'s one line."""
+    sites = [s for s in report.groups["site"] if s["blocking_calls"]]
+    known = sum(1 for s in sites if s["group"] != UNKNOWN_SITE)
+    unknown = sum(s["blocking_calls"] for s in sites if s["group"] == UNKNOWN_SITE)
+    return (f"{report.totals.blocking_calls} long-blocking copies at {known} call site(s)"
+            + (f"; {unknown} without a call site in the trace (never accepted as a site: gates of traces "
+               "without backtraces match NVTX ranges, or source classes)" if unknown else ""))
+
+
 def read_baseline(path: str | None) -> dict | None:
     if not path:
         return None
@@ -65,6 +75,9 @@ def _shape_problem(base: dict) -> str | None:
     return None
 
 
+UNKNOWN_SITE = "(no backtrace)"   # summary.sql's group of the copies whose call site the trace does not tell
+
+
 @dataclass
 class Match:
     """How findings of a trace are matched with a baseline's: by call site when both captures name sites the
@@ -77,7 +90,7 @@ class Match:
     def key_of(self, top_row: dict):
         v = top_row.get(self.top_key)
         if self.field == "by_site":
-            return v or "(no backtrace)"
+            return v or UNKNOWN_SITE
         return v or "(no NVTX range)" if self.field == "by_nvtx" else v
 
 
@@ -89,7 +102,9 @@ def finding_match(baseline: dict, rep: dict, key: str) -> Match:
         return {o for r in rows for o in (r["site_origins"] or "none").split(",")}
 
     ob, on = origins(baseline), origins(rep)
-    if ob is None or not ob or not on or ob == on:
+    # Sites match only where both captures name some: copies of a trace without backtraces all fall in
+    # one unknown site, which would accept any later copy without a backtrace.
+    if ob is None or not ob or not on or (ob == on and ob != {"none"}):
         return Match("by_site", "call site", "site")
     named = lambda d: any(r.get(key) and r["group"] != "(no NVTX range)" for r in d.get("by_nvtx", []))  # noqa: E731
     if named(baseline) and named(rep):
@@ -103,7 +118,9 @@ def against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
             or baseline.get("calls", "async") != rep.get("calls", "async")):
         raise BadInput("baseline was made with a different --min-duration/--direction/--calls; remake it")
     match = finding_match(baseline, rep, key)
-    base_sites = {r["group"]: r for r in baseline.get(match.field, [])}
+    # An unknown site is no site: the baseline never accepts it (its copies are new in any later trace).
+    base_sites = {r["group"]: r for r in baseline.get(match.field, [])
+                  if not (match.field == "by_site" and r["group"] == UNKNOWN_SITE)}
     now_sites = {r["group"]: r for r in rep.get(match.field, []) if r[key]}
     new = [s for s in now_sites if not (base_sites.get(s, {}).get(key))]
     accepted = sum(1 for r in base_sites.values() if r.get(key))

@@ -90,10 +90,14 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         n = sum(r[count_key] for r in new_rows)
         scope, words = f"{scope} at {match.title}s the baseline does not accept", ""
         offenders = [t for t in offenders if match.key_of(t) not in known]
+    t = rep["totals"]
+    other = {"async": "sync", "sync": "async"}.get(rep.get("calls", "async"))
+    left = (f"; not judged: {t[f'{other}_long_calls']} long {other} copy calls ({t[f'{other}_long_ns'] / 1e6:.2f} ms; "
+            f"--calls all judges them)") if other and t.get(f"{other}_long_calls") else ""
     results.append(RuleResult(
         "max-long-calls", n <= rules.max_long_calls,
         f"{n} {what} {rep['direction']} copies (>= {rep['min_duration_ns'] / 1000:g} us host time){scope}; "
-        f"allowed {rules.max_long_calls}{words}", offenders if n > rules.max_long_calls else []))
+        f"allowed {rules.max_long_calls}{words}{left}", offenders if n > rules.max_long_calls else []))
     for name, limit, key, words_of in (
             ("max-blocked-per-step", rules.max_blocked_per_step_ns, rules.time_key, f"host time in {what} copies"),
             ("max-gpu-idle-per-step", rules.max_gpu_idle_per_step_ns, "gpu_idle_ns", "GPU idle during long copies")):
@@ -111,7 +115,6 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         why = [t for t in offenders if (t.get("gpu_idle_ns") or 0) > 0] if key == "gpu_idle_ns" else offenders
         results.append(RuleResult(name, per <= limit, f"{per / 1e6:.3f} ms {words_of} per step over {steps} steps; "
                                   f"allowed {limit / 1e6:.3f} ms", why if per > limit else []))
-    t = rep["totals"]
     why = [f"{n} {what}" for n, what in (
         (t.get("unclassified_calls", 0), "copy calls whose memory or copy kind cannot be decoded"),
         (t.get("calls_without_activity", 0), "memcpy API calls without a GPU activity row (direction and memory "

@@ -163,13 +163,25 @@ def _signed(value, kind: str) -> str:
 
 
 def combined_section(reports) -> Section:
+    """One row per report. Copy calls of the API kind --calls leaves out (sync, or async) are counted in a
+    column of their own, never dropped without a word."""
+    def other(r, k):
+        side = {"async": "sync", "sync": "async"}.get(r.calls)
+        return getattr(r.totals, f"{side}_{k}") if side else 0
+
+    keys = ("calls", "long_calls", "blocking_calls", "long_ns", "other_long_calls", "other_long_ns", "steps")
     rows = [{"path": r.path, **{k: getattr(r.totals, k) for k in ("calls", "long_calls", "blocking_calls", "long_ns")},
+             "other_long_calls": other(r, "long_calls"), "other_long_ns": other(r, "long_ns"),
              "steps": r.steps.steps} for r in reports]
-    total = {"path": "(all)", **{k: sum(r[k] for r in rows) for k in ("calls", "long_calls", "blocking_calls",
-                                                                          "long_ns", "steps")}}
-    return Section("combined", [Column("path", "report"), Column("calls", "calls", "int"),
-                                Column("long_calls", "long", "int"), Column("blocking_calls", "blocking", "int"),
-                                Column("long_ns", "long time", "ns"), Column("steps", "steps", "int")], rows + [total])
+    total = {"path": "(all)", **{k: sum(r[k] for r in rows) for k in keys}}
+    cols = [Column("path", "report"), Column("calls", "calls", "int"), Column("long_calls", "long", "int"),
+            Column("blocking_calls", "blocking", "int"), Column("long_ns", "long time", "ns")]
+    if total["other_long_calls"]:
+        cols += [Column("other_long_calls", "long, not counted", "int"),
+                 Column("other_long_ns", "their time", "ns")]
+    note = ("not counted: long copy calls of the other API kind than --calls counts (sync when it counts async); "
+            "--calls all counts both") if total["other_long_calls"] else ""
+    return Section("combined", cols + [Column("steps", "steps", "int")], rows + [total], note=note)
 
 
 def threshold_section(result: list[dict]) -> Section:
