@@ -24,6 +24,19 @@ AFTER = H200 / "qwen3vl-after.sqlite"
 SWEEP = H200 / "h2d-sweep.sqlite"
 
 
+# The slow layer: a real Dask cluster, a real browser, torch, nsys, hypothesis, many processes at once,
+# generated multi-million-row exports. `pytest -m "not slow"` is the inner loop; `pytest` runs everything.
+SLOW_FILES = {"test_cluster.py", "test_html.py", "test_properties.py", "test_runtime_check.py",
+              "test_h200_runtime_check.py", "test_workloads.py", "test_real_nsys.py", "test_profile.py",
+              "test_benchmarks.py", "test_battery.py", "test_robustness.py", "test_cpus.py", "test_ci_example.py"}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path, monkeypatch):
     # Every test gets its own cache folder: no test sees another's cached reports.
