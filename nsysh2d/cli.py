@@ -119,8 +119,8 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
                                 scheduler=scheduler_setting(scheduler))
     for _path, msg, _code_ in errors:
         click.echo(error_line(msg), err=True)
-    if errors and not reps:  # nothing to show: the error lines say it all
-        return exit_code(errors)
+    if errors and not reps and fmt.lower() != "json":  # nothing to show: the error lines say it all (JSON
+        return exit_code(errors)                          # still gets its document, with the errors)
     emit(analyze_output(fmt, reps, errors, by, top, len(reports)), output)
     return exit_code(errors)
 

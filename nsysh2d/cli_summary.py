@@ -31,6 +31,6 @@ def api_summary(reports, fmt, output, nsys_path):
         except NsysH2DError as e:
             click.echo(error_line(str(e)), err=True)
             errors.append((path, str(e), e.exit_code))
-    if done:
+    if done or fmt.lower() == "json":   # JSON asked for is JSON, errors and all
         emit(api_summary_output(fmt, done, errors), output)
     return max((c for _p, _m, c in errors), default=0)

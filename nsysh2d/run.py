@@ -173,10 +173,9 @@ def analyze_one(path: str, opts, nsys: str | None = None, use_cache: bool = True
 
 def analyze_all(paths: list[str], opts, nsys: str | None = None, use_cache: bool = True,
                 scheduler: str | None = None) -> list:
-    """Reports of all paths, in order; the first error is raised as NsysH2DError."""
+    """Reports of all paths, in order; errors are raised as one NsysH2DError naming each file."""
     reps, errors = analyze_many(paths, opts, jobs=1 if not scheduler else None, nsys=nsys, use_cache=use_cache,
                                 progress=False, scheduler=scheduler)
     if errors:
-        _p, msg, code = errors[0]
-        raise NsysH2DError(msg, code)
+        raise NsysH2DError("; ".join(msg for _p, msg, _c in errors), max(c for _p, _m, c in errors))
     return reps

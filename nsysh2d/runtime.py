@@ -195,6 +195,10 @@ def run_script(argv: list[str], devices=("cuda",)) -> tuple[Checker, int]:
     module = argv[1] if argv[0] == "-m" and len(argv) > 1 else None
     if module is None and not os.path.isfile(argv[0]):
         raise BadInput(f"{argv[0]}: no such script")
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:   # the checker watches PyTorch's dispatcher
+        raise BadInput(f"nsysh2d check needs PyTorch in this interpreter ({sys.executable}): pip install torch")
     old_argv, old_path = sys.argv, list(sys.path)
     sys.argv = argv[1:] if module else argv
     sys.path.insert(0, os.getcwd() if module else os.path.dirname(os.path.abspath(argv[0])))

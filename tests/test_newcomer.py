@@ -1,5 +1,8 @@
 """Issue 42: what a newcomer and a CI pipeline meet (each test names the item it covers)."""
 import json
+import os
+
+import pytest
 
 from conftest import H200, SWEEP_TRACES, run_cli
 
@@ -55,3 +58,44 @@ def test_sync_copies_left_out_are_named_in_the_verdict_and_the_combined_table():
     row = next(ln for ln in combined.splitlines() if ln.strip().startswith(str(PROBE)))
     assert row.split()[6:9] == [str(n), *format_ns(ns).split()]   # long, not counted | their time
     assert "not counted: long copy calls of the other API kind" in combined
+
+
+@pytest.mark.slow
+def test_a_plain_install_makes_html_pages_and_check_says_it_needs_torch(tmp_path):
+    """Items: `--format html` after the README's install exited 2 asking for the [plot] extra; `nsysh2d
+    check` without torch was an internal error (exit 70). A fresh venv with `pip install .` only."""
+    import subprocess
+    import sys
+
+    from conftest import BEFORE, ROOT
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(ROOT)], capture_output=True, text=True)
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    exe = str(venv / "bin" / "nsysh2d")
+    page = tmp_path / "page.html"
+    r = subprocess.run([exe, "analyze", str(BEFORE), "--format", "html", "-o", str(page)], capture_output=True,
+                       text=True, env={**os.environ, "NSYSH2D_CACHE_DIR": str(tmp_path / "c")})
+    assert r.returncode == 0, r.stderr
+    assert page.read_text().count("<svg") >= 1
+    script = tmp_path / "s.py"
+    script.write_text("print('hello')\n")
+    c = subprocess.run([exe, "check", str(script)], capture_output=True, text=True)
+    assert c.returncode == 2 and c.stderr.startswith("nsysh2d: error: nsysh2d check needs PyTorch")
+    assert len(c.stderr.splitlines()) == 1 and "hello" not in c.stdout
+
+
+def test_json_asked_for_is_json_when_every_input_fails_and_compare_names_each_bad_file(tmp_path):
+    """Items: `analyze bad.sqlite --format json` printed nothing on stdout when every input failed;
+    `compare` named only the first bad file."""
+    bad = tmp_path / "bad.sqlite"
+    bad.write_text("not a trace")
+    for cmd, key in ((["analyze"], "reports"), (["api-summary"], "api_summary")):
+        r = run_cli(*cmd, bad, "--format", "json")
+        doc = json.loads(r.stdout)
+        assert r.returncode == 2 and doc[key] == [] and doc["errors"][0]["path"] == str(bad)
+        assert doc["errors"][0]["exit_code"] == 2 and len(r.stderr.splitlines()) == 1
+    c = run_cli("compare", bad, tmp_path / "missing.sqlite")
+    assert c.returncode == 2 and len(c.stderr.splitlines()) == 1
+    assert str(bad) in c.stderr and str(tmp_path / "missing.sqlite") in c.stderr

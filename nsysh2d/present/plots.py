@@ -20,7 +20,7 @@ def _plt(what: str = "--format html", svg: bool = True):
         import matplotlib
     except ImportError:
         from ..errors import BadInput
-        raise BadInput(f"{what} needs matplotlib: pip install 'nsysh2d[plot]'") from None
+        raise BadInput(f"{what} needs matplotlib (a dependency of nsysh2d: reinstall it, or pip install matplotlib)") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
