@@ -29,8 +29,9 @@ def test_step_summary_lists_each_offending_copy_once(tmp_path):
     assert r.returncode == 1
     text = s.read_text()
     assert text.count("| max-long-calls | **fail**") == 1 and text.count("| max-blocked-per-step | **fail**") == 1
-    offenders = [ln for ln in text.splitlines() if ln.startswith("- ")]
+    offenders = [ln for ln in text.splitlines() if ln.startswith("- ") and not ln.startswith("- fix [")]
     assert len(offenders) == len(set(offenders)) == 4   # the 4 long-blocking copies of this trace
+    assert sum(ln.startswith("- fix [") for ln in text.splitlines()) == 2   # each fix once, per source class
 
 
 def test_threshold_plot_says_what_it_wrote(tmp_path):

@@ -99,3 +99,25 @@ def test_json_asked_for_is_json_when_every_input_fails_and_compare_names_each_ba
     c = run_cli("compare", bad, tmp_path / "missing.sqlite")
     assert c.returncode == 2 and len(c.stderr.splitlines()) == 1
     assert str(bad) in c.stderr and str(tmp_path / "missing.sqlite") in c.stderr
+
+
+def test_narrow_tables_keep_call_sites_and_the_gate_says_each_fix_once(tmp_path):
+    """Items: at 100 columns the call site was cut while the API column (always cudaMemcpyAsync) stayed;
+    compare cut sites even at 160; gate text repeated the same fix on every offender and printed
+    `at ? (NVTX -)` for an unknown site."""
+    from conftest import AFTER, BEFORE, edited_copy
+
+    doc = json.loads(run_cli("analyze", BEFORE, "--format", "json").stdout)["reports"][0]
+    sites = {t["site_line"] for t in doc["top"]}
+    table = run_cli("analyze", BEFORE, env={"COLUMNS": "100"}).stdout
+    top = table[table.index("longest calls"):]
+    assert all(s in top for s in sites) and "(API, " in top and "left out to fit 100 columns" in top
+    cmp = run_cli("compare", BEFORE, AFTER, env={"COLUMNS": "160"}).stdout
+    by_site = cmp[cmp.index("by call site"):cmp.index("by NVTX range")]
+    assert all(r["group"] in by_site for r in doc["by_site"] if r["blocking_calls"])
+    gate = run_cli("gate", BEFORE).stdout
+    fixes = {t["fix"] for t in doc["top"] if t["waited_for_gpu"]}
+    assert all(gate.count(f) == 1 for f in fixes) and len(fixes) == 2
+    bare = edited_copy(PROBE, tmp_path / "bare.sqlite", "DELETE FROM NVTX_EVENTS")
+    g = run_cli("gate", bare).stdout
+    assert "at ?" not in g and "NVTX -" not in g and g.count("at (call site unknown)") == 8

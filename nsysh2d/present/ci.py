@@ -6,16 +6,26 @@ import xml.etree.ElementTree as ET
 from . import safe
 
 
-def offender_line(o: dict, esc=safe.terminal) -> str:
+def offender_line(o: dict, esc=safe.terminal, fix: bool = True) -> str:
     """One offending copy in words; `esc` makes its trace strings safe for the output it goes to (the fix
-    text is ours)."""
+    text is ours). fix=False: without the fix, for a list that gives each fix once (fix_lines)."""
     from ..units import format_bytes, format_ns
 
     if "host_ns" in o:
-        where = o.get("site_line") or o.get("site") or o.get("nvtx_range") or "?"
+        where = o.get("site_line") or o.get("site") or o.get("nvtx_range")
+        nvtx = f" (NVTX {esc(o['nvtx_path'])})" if o.get("nvtx_path") else ""
         return (f"{format_ns(o['host_ns'])} {esc(o.get('source_class'))} copy of {format_bytes(o.get('bytes'))} at "
-                f"{esc(where)} (NVTX {esc(o.get('nvtx_path') or '-')}): {o.get('fix') or ''}")
+                f"{esc(where) if where else '(call site unknown)'}{nvtx}" + (f": {o.get('fix') or ''}" if fix else ""))
     return ", ".join(f"{esc(k)}={esc(v)}" for k, v in o.items())
+
+
+def fix_lines(offenders: list[dict], esc=safe.terminal) -> list[str]:
+    """Each distinct fix of these offenders once, with the source class it is for."""
+    seen: dict[tuple, None] = {}
+    for o in offenders:
+        if o.get("fix"):
+            seen.setdefault((o.get("source_class"), o["fix"]), None)
+    return [f"fix [{esc(cls)}]: {text}" for cls, text in seen]
 
 
 def junit(verdicts: list[dict], errors: list[dict] = ()) -> str:
@@ -56,7 +66,8 @@ def summary_markdown(verdicts: list[dict], errors: list[dict] = ()) -> str:
             out.append(f"| {md(r['name'])} | {'pass' if r['passed'] else '**fail**'} | {md(r['message'])} |")
         offenders = unique_offenders(v)
         if offenders:
-            out += ["", "Offending copies:", ""] + [f"- {offender_line(o, md)}" for o in offenders[:20]]
+            out += ["", "Offending copies:", ""] + [f"- {offender_line(o, md, fix=False)}" for o in offenders[:20]]
+            out += [""] + [f"- {ln}" for ln in fix_lines(offenders[:20], md)]
         out.append("")
     return "\n".join(out) + "\n"
 

@@ -143,14 +143,16 @@ NUMERIC = ("ns", "bytes", "int", "float", "bool", "num")
 
 
 def fit_columns(columns: list[Column], rows: list[dict], width: int):
-    """The columns a terminal table keeps: the droppable ones go, highest `drop` first, until the rest fit."""
+    """The columns a terminal table keeps: the droppable ones go, highest `drop` first, until the rest fit
+    with every name whole; only then are names cut (column_widths). A call site cut to keep a column of
+    secondary figures helps nobody."""
     columns = list(columns)
     dropped = []
     while True:
         cells = [[safe.terminal(cell(r.get(c.key), c.kind)) for c in columns] for r in rows]
-        widths = column_widths(columns, cells, width)
+        natural = column_widths(columns, cells, 10 ** 9)   # what each column takes with nothing cut
         droppable = [c for c in columns if c.drop]
-        if sum(widths) + 3 * len(widths) + 1 <= width or not droppable:
+        if sum(natural) + 3 * len(natural) + 1 <= width or not droppable:
             return columns, cells, dropped
         worst = max(droppable, key=lambda c: c.drop)
         columns.remove(worst)

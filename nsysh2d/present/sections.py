@@ -65,7 +65,7 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
              Column("source_class", "class"), Column("waited_for_gpu", "waited", "bool"),
              Column("backlog_ns", "backlog", "ns"), Column("gpu_idle_ns", "GPU idle", "ns", drop=1),
              Column("wait_ns", "wait", "ns", drop=3),
-             Column("api", "API"), Column("where", "call site"), Column("nvtx_path", "NVTX path")],
+             Column("api", "API", drop=5), Column("where", "call site"), Column("nvtx_path", "NVTX path")],
             [{**r, "where": r.get("site_line") or r.get("site")} for r in rep["top"]],
             note="backlog: time from the call until the GPU work queued ahead of it on its stream drained; "
                  "GPU idle: time during the call when its device ran no kernel (the copy's own transfer is idle "
@@ -204,8 +204,7 @@ def threshold_section(result: list[dict]) -> Section:
 
 def gate_text(result) -> str:
     """The gate's terminal verdict: PASS/FAIL per report, each rule, its first offenders."""
-    from .ci import offender_line
-
+    from .ci import fix_lines, offender_line
     from .safe import terminal as t
 
     out = []
@@ -213,7 +212,8 @@ def gate_text(result) -> str:
         out.append(f"{'PASS' if v['passed'] else 'FAIL'}  {t(v['path'])}")
         for r in v["rules"]:
             out.append(f"  [{'pass' if r['passed'] else 'FAIL'}] {t(r['name'])}: {t(r['message'])}")
-            out += [f"      {offender_line(o)}" for o in r["offenders"][:10]]
+            out += [f"      {offender_line(o, fix=False)}" for o in r["offenders"][:10]]
+            out += [f"    {ln}" for ln in fix_lines(r["offenders"][:10])]
     out += [f"ERROR {t(p)}: not judged (see stderr)" for p, _m, _c in result.errors]
     return "\n".join(out) + "\n"
 
