@@ -10,18 +10,18 @@ from pathlib import Path
 
 import click
 
-from . import __version__
 from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
 from .cli_check import check   # commands of their own modules: cli.py stays small
 from .cli_summary import api_summary
 from .cli_tools import cache_clear, recipe_path
 from .cli_kit import (REPORT_FORMATS, Group, calls_option, direction_option, duration, emit, error_line, exit_code,
-                      profile_options, report_options, scheduler_option, terminal)
+                      profile_options, report_options, scheduler_option, show_version, terminal)
 from .config import scheduler_setting
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="nsysh2d")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=show_version,
+              help="Show nsysh2d's version, the Python, DuckDB and nsys it uses, and exit.")
 def main():
     """Find, explain and gate long-blocking host-to-device copies in Nsight Systems traces.
 
@@ -37,7 +37,8 @@ def main():
       nsysh2d gate nsysh2d-out/qwen3vl-after.sqlite       # exit 1 if long-blocking copies remain
 
     Exit codes: 0 ok, 1 gate failed, 2 bad input or usage, 3 no nsys CLI, 4 workload or nsys
-    profile failed, 5 import/export failed, 6 output not writable, 70 internal error.
+    profile failed, 5 import/export failed, 6 output not writable, 70 internal error. Shell
+    completion: eval "$(_NSYSH2D_COMPLETE=bash_source nsysh2d)" (zsh_source, fish_source).
     """
 
 

@@ -127,6 +127,38 @@ class Group(click.Group):
                   "please report it)", EXIT_INTERNAL)
 
 
+def show_version(ctx, _param, value) -> None:
+    """--version: nsysh2d, and what it runs with (read without importing DuckDB), and the nsys it would use."""
+    if not value or ctx.resilient_parsing:
+        return
+    import platform
+    import subprocess
+    from importlib.metadata import PackageNotFoundError, version
+
+    from . import __version__
+    from .errors import NsysH2DError
+    from .nsys import find_nsys
+
+    def pkg(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    try:
+        exe = find_nsys()
+        try:
+            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            out = "its version could not be read"
+        nsys = f"{terminal(exe)} ({terminal(out.splitlines()[-1] if out else '?')})"
+    except NsysH2DError:
+        nsys = "not found (needed by profile and for .nsys-rep inputs; $NSYS or --nsys name one)"
+    click.echo(f"nsysh2d {__version__}\nPython {platform.python_version()}\nDuckDB {pkg('duckdb')} (sqlite scanner "
+               f"{pkg('duckdb-extension-sqlite-scanner')})\nnsys: {nsys}")
+    ctx.exit(0)
+
+
 def duration(ctx, param, value):
     from .units import parse_duration
 

@@ -121,3 +121,23 @@ def test_narrow_tables_keep_call_sites_and_the_gate_says_each_fix_once(tmp_path)
     bare = edited_copy(PROBE, tmp_path / "bare.sqlite", "DELETE FROM NVTX_EVENTS")
     g = run_cli("gate", bare).stdout
     assert "at ?" not in g and "NVTX -" not in g and g.count("at (call site unknown)") == 8
+
+
+def test_version_names_the_nsys_and_duckdb_in_use_and_help_teaches_completion_and_exit_codes(tmp_path):
+    """Items: `--version` that says the nsys and DuckDB in use; shell completion; exit codes in --help."""
+    import stat
+    from importlib.metadata import version
+
+    fake = tmp_path / "nsys"
+    fake.write_text("#!/bin/sh\necho 'NVIDIA Nsight Systems version 2099.1.1'\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    r = run_cli("--version", env={"NSYS": str(fake)})
+    assert r.returncode == 0 and r.stdout.splitlines()[0].startswith("nsysh2d ")
+    assert f"DuckDB {version('duckdb')}" in r.stdout and f"nsys: {fake} (NVIDIA Nsight Systems version 2099.1.1)" in r.stdout
+    none = run_cli("--version", env={"PATH": "/nonexistent", "NSYS": ""})
+    # without $NSYS or PATH: not found, or one of the usual install folders (/opt/nvidia/..., /opt/nsys here)
+    assert none.returncode == 0 and ("nsys: not found (needed by profile" in none.stdout or "nsys: /opt/" in none.stdout)
+    h = run_cli("--help").stdout
+    assert "Exit codes: 0 ok, 1 gate failed, 2 bad input" in h and "_NSYSH2D_COMPLETE=bash_source" in h
+    comp = run_cli(env={"_NSYSH2D_COMPLETE": "bash_source"})
+    assert comp.returncode == 0 and "_nsysh2d_completion" in comp.stdout
