@@ -141,3 +141,24 @@ def test_version_names_the_nsys_and_duckdb_in_use_and_help_teaches_completion_an
     assert "Exit codes: 0 ok, 1 gate failed, 2 bad input" in h and "_NSYSH2D_COMPLETE=bash_source" in h
     comp = run_cli(env={"_NSYSH2D_COMPLETE": "bash_source"})
     assert comp.returncode == 0 and "_nsysh2d_completion" in comp.stdout
+
+
+def test_csv_of_a_trace_without_copies_is_loadable_and_keeps_every_report(tmp_path):
+    """Items: `analyze X --format csv -o e.csv` on a trace with no copies wrote a 1-byte file that pandas and
+    polars refuse; in a multi-input CSV, reports with no rows vanished."""
+    import csv
+    import io
+
+    import polars as pl
+
+    from conftest import THIRDPARTY
+
+    empty = THIRDPARTY / "mordred__report1_old.sqlite"   # a public CUDA C export without async copies
+    out = tmp_path / "e.csv"
+    assert run_cli("analyze", empty, "--format", "csv", "-o", out).returncode == 0
+    frame = pl.read_csv(out)
+    assert frame.columns[0] == "path" and frame["path"].to_list() == [str(empty)]
+    both = run_cli("analyze", PROBE, empty, "--format", "csv").stdout
+    rows = list(csv.DictReader(io.StringIO(both)))
+    assert {r["path"] for r in rows} == {str(PROBE), str(empty)}
+    assert [r["path"] for r in rows].count(str(empty)) == 1 and rows[-1]["calls"] == ""

@@ -106,7 +106,7 @@ def test_compare_shows_deltas():
 @pytest.mark.parametrize("by", ["kind", "api", "site"])
 def test_csv_of_a_trace_without_rows_for_the_grouping(by):
     """The public CUDA C export has no async copy (by_kind empty) and, with --direction d2h, nothing either:
-    a table without rows, not an internal error."""
+    not an internal error; a report without rows keeps one row, its path alone (issue 42: never an empty file)."""
     from conftest import THIRDPARTY
 
     for extra in ([], ["--direction", "d2h", "--calls", "async"]):
@@ -115,4 +115,7 @@ def test_csv_of_a_trace_without_rows_for_the_grouping(by):
         rows = list(csv.DictReader(io.StringIO(r.stdout)))
         doc = json.loads(run_cli("analyze", THIRDPARTY / "mordred__report1_old.sqlite", "--format", "json",
                                  *extra).stdout)["reports"][0]
-        assert len(rows) == len(doc[f"by_{by}"])
+        want = doc[f"by_{by}"]
+        assert len(rows) == max(1, len(want))
+        if not want:
+            assert rows[0]["path"] == str(THIRDPARTY / "mordred__report1_old.sqlite") and list(rows[0]) == ["path"]

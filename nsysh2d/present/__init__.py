@@ -8,8 +8,9 @@ def analyze_output(fmt: str, reports, errors, by: str, top: int, inputs: int) ->
     if fmt == "json":
         extra = {"errors": [{"path": p, "error": m, "exit_code": c} for p, m, c in errors]} if errors else {}
         return document(reports=[r.to_json() for r in reports], **extra)
-    if fmt == "csv":   # one table: the --by rows of every report, with its path
-        return rows_csv([{"path": r.path, **row} for r in reports for row in r.group(by)])
+    if fmt == "csv":   # one table: the --by rows of every report, with its path; a report without rows
+        # keeps a row of its own (path only), so the file is never empty and no report vanishes from it
+        return rows_csv([{"path": r.path, **row} for r in reports for row in (r.group(by) or [{}])])
     if fmt == "html":
         from .html import analyze_html
         return analyze_html(reports, errors)
