@@ -117,17 +117,20 @@ def append_output(path: str, text: str) -> None:
         what = "not a regular file" if not stat.S_ISREG(st.st_mode) else "owned by another user"
         raise NsysH2DError(f"{path}: {what}; refusing to append to it", EXIT_OUTPUT_UNWRITABLE)
     try:
-        with open(fd, "ab") as f:
-            start = f.tell()
-            try:
-                f.write(text.encode())
-                f.flush()
-                os.fsync(f.fileno())
-            except OSError:
-                f.truncate(start)
-                raise
+        # Unbuffered: a buffer left after a failed write would be flushed again on close, past the cut.
+        start = os.lseek(fd, 0, os.SEEK_END)
+        view = memoryview(text.encode())
+        try:
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        except OSError:
+            os.ftruncate(fd, start)
+            raise
     except OSError as e:
         raise NsysH2DError(f"{path}: cannot write ({e.strerror})", EXIT_OUTPUT_UNWRITABLE) from None
+    finally:
+        os.close(fd)
 
 
 def write_output(path: str, text: str) -> None:

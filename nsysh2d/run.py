@@ -85,9 +85,6 @@ def _compute(path, opts, groups, nsys):
             model.close()
 
 
-
-
-
 def _in_pool(paths, jobs, done, args) -> None:
     """One task per report on `jobs` spawned processes (not forked: a fork of a process with DuckDB's threads
     running can deadlock). The workers start with SIGINT ignored (inherited across exec): Ctrl-C reaches

@@ -88,6 +88,9 @@ def test_damaged_input_keeps_every_promise(tmp_path, case, command):
     if command == "gate":   # the document says what could not be judged, and that it did not pass
         doc = json.loads(r.stdout)
         assert doc["passed"] is False and doc["errors"][0]["path"] == str(p)
+    elif command == "analyze":   # JSON asked for is JSON: no report, the error (issue 42)
+        doc = json.loads(r.stdout)
+        assert doc["reports"] == [] and doc["errors"][0]["path"] == str(p) and doc["errors"][0]["exit_code"] == 2
     else:
         assert r.stdout == ""
     assert sha256(p) == before and listing(p.parent) == files

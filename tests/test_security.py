@@ -338,3 +338,28 @@ def test_a_blob_in_an_nvtx_name_is_one_line(tmp_path):
     for cmd in ("analyze", "gate"):
         r = run_cli(cmd, path)
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and '"text"' in r.stderr, r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv for a 2nd user")
+def test_a_cache_planted_by_another_user_is_refused_by_the_victim():
+    """Two users (setpriv): root makes a cache folder (with an entry) where nobody's NSYSH2D_CACHE_DIR
+    points; nobody's analysis refuses it instead of reading it, and still runs with --no-cache."""
+    import tempfile
+    from pathlib import Path
+
+    base = Path(tempfile.mkdtemp(prefix="nsysh2d-2users-"))
+    try:
+        os.chmod(base, 0o755)
+        cache = base / "cache"
+        planted = run_cli("analyze", PROBE, env={"NSYSH2D_CACHE_DIR": str(cache)})   # root's entries
+        assert planted.returncode == 0 and list((cache / "reports").glob("*.json"))
+        os.chmod(cache, 0o755)   # readable by nobody, as a shared cache would be
+        exe = shutil.which("nsysh2d")
+        cmd = _as_nobody() + ([exe] if exe else [sys.executable, "-m", "nsysh2d.cli"])
+        env = {**os.environ, "NSYSH2D_CACHE_DIR": str(cache), "HOME": str(base), "TMPDIR": "/tmp"}
+        r = subprocess.run(cmd + ["analyze", str(PROBE)], capture_output=True, text=True, env=env)
+        assert r.returncode == 2 and "owned by another user" in r.stderr and not r.stdout, r.stderr
+        ok = subprocess.run(cmd + ["analyze", str(PROBE), "--no-cache"], capture_output=True, text=True, env=env)
+        assert ok.returncode == 0, ok.stderr
+    finally:
+        shutil.rmtree(base)
