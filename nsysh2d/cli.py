@@ -15,7 +15,7 @@ from .cli_check import check   # commands of their own modules: cli.py stays sma
 from .cli_summary import api_summary
 from .cli_tools import cache_clear, recipe_path
 from .cli_kit import (REPORT_FORMATS, Group, calls_option, direction_option, duration, emit, error_line, exit_code,
-                      profile_options, report_options, scheduler_option, show_version, terminal)
+                      no_cache_option, profile_options, report_options, scheduler_option, show_version, terminal)
 from .config import scheduler_setting
 
 
@@ -82,7 +82,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
 @click.option("--by", type=click.Choice(GROUPS, case_sensitive=False), default="kind", show_default=True,
               help="Group by memory kind, call site, true source class, NVTX range or stream.")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: the CPUs this process may use).")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache.")
+@no_cache_option
 def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, top, by, jobs,
             no_cache):
     """Report long-blocking async memcpy calls in nsys exports.
@@ -131,7 +131,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
 @click.argument("before", type=click.Path(dir_okay=True))
 @click.argument("after", type=click.Path(dir_okay=True))
 @report_options
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the analysis cache.")
+@no_cache_option
 def compare(before, after, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, no_cache):
     """Compare two traces (before/after a fix): per memory kind, source class, call site and NVTX
     range, with deltas, per-step figures when both carry step ranges, and what disappeared or appeared.
@@ -185,7 +185,7 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
               help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
 @scheduler_option
-@click.option("--no-cache", is_flag=True)
+@no_cache_option
 @click.pass_context
 def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, scheduler, no_cache, **given):
     """CI gate: exit 0 when the traces pass, 1 when a rule fails, 2 on bad input.
@@ -242,7 +242,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
               "shown by the gate), e.g. 'model-init copies, tracked in #123'.")
 @click.option("--nsys", "nsys_path")
 @scheduler_option
-@click.option("--no-cache", is_flag=True)
+@no_cache_option
 def baseline(report, output, min_duration, direction, calls, step_pattern, accept, nsys_path, scheduler, no_cache):
     """Store a trace's findings (per call site, NVTX range, kind, class; steps) for `gate --baseline`:
     the gate then fails only on findings that are new or grew beyond --tolerance.

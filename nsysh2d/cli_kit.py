@@ -208,6 +208,9 @@ calls_option = click.option(
     help="Which copy APIs count: async (cudaMemcpyAsync, cuMemcpyHtoDAsync: should not block), sync (cudaMemcpy, "
          "cuMemcpyHtoD: block by definition) or all. The per-API table always shows both.")
 
+no_cache_option = click.option("--no-cache", is_flag=True,
+                               help="Neither read nor write the cache (a .nsys-rep is exported anew).")
+
 scheduler_option = click.option(
     "--scheduler", envvar="NSYSH2D_SCHEDULER", metavar="ADDRESS",
     help="Analyze the reports on a Dask cluster: its scheduler's address (tcp://host:8786; workers must have "

@@ -21,10 +21,10 @@ def task(path: str, opts, groups, nsys, use_cache) -> str:
     JSON text: what comes back is plain data, read by json on the client."""
     import json
 
-    from .run import _one
+    from .jobs import report_job
 
     try:
-        out = {"report": _one(path, opts, groups, nsys, use_cache).to_json()}
+        out = {"report": report_job(path, opts, groups, nsys, use_cache).to_json()}
     except NsysH2DError as e:
         out = {"error": str(e), "exit_code": e.exit_code}
     return json.dumps(out, default=str)

@@ -74,3 +74,55 @@ def test_typed_results_round_trip_through_json(cli):
                      (run_gate([str(BEFORE), "nope.sqlite"], GateSettings(), analyze_many), GateResult)]:
         doc = json.loads(json.dumps(obj.to_json(), default=str))
         assert cls.from_json(doc).to_json() == doc
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports, at the top or inside functions alike (a lazy import is an
+    edge of the graph all the same)."""
+    mods = {}
+    for f in PKG.rglob("*.py"):
+        if "recipe" in f.parts:   # run by nsys's recipe runner, not imported by the package
+            continue
+        name = ".".join(f.relative_to(PKG.parent).with_suffix("").parts)
+        mods[name.removesuffix(".__init__")] = f
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, f in mods.items():
+        pkg = m if f.name == "__init__.py" else m.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = pkg.split(".")[:len(pkg.split(".")) - (node.level - 1)] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else []))
+                names = [f"{target}.{a.name}" if f"{target}.{a.name}" in mods else target for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            for t in names:
+                while t and t not in mods and "." in t:
+                    t = t.rsplit(".", 1)[0]
+                if t in mods and t != m and not m.startswith(t + "."):   # a module's own packages come with it
+                    graph[m].add(t)
+    return graph
+
+
+def test_no_import_cycles():
+    """Issue 36: orchestration never sits below what it drives (run.py and cluster.py both map jobs.py's
+    report_job; gate.py and baseline.py share analyses/rules.py), checked over every import."""
+    graph = import_graph()
+    assert "nsysh2d.cluster" in graph and graph["nsysh2d.run"] >= {"nsysh2d.jobs"}
+
+    def reach(start):
+        seen, todo = set(), [start]
+        while todo:
+            for n in graph[todo.pop()] - seen:
+                seen.add(n)
+                todo.append(n)
+        return seen
+
+    cycles = sorted(m for m in graph if m in reach(m))
+    assert not cycles, cycles
+
+
+def test_the_cache_module_is_a_leaf():
+    """cache.py imports nothing of the package but errors, so input adapters and outputs can use it."""
+    assert import_graph()["nsysh2d.cache"] <= {"nsysh2d.errors"}

@@ -225,6 +225,23 @@ def test_profiling_path_imports_no_analysis_stack(tmp_path, fake_nsys):
     assert "loaded: []" in r.stdout, r.stdout + r.stderr
 
 
+def test_no_cache_covers_nsys_rep_exports(tmp_path, fake_nsys):
+    """Issue 42: --no-cache used a cached export even with --nsys /bin/false. Now it exports anew, into a
+    private folder removed afterwards, and leaves the cache untouched."""
+    rep = tmp_path / "run.nsys-rep"
+    rep.write_bytes(b"report")
+    env = env_for(fake_nsys, tmp_path, TMPDIR=str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    assert run_cli("analyze", rep, env=env).returncode == 0          # the export is now in the cache
+    cached = sorted(p.name for p in (tmp_path / "cache" / "exports").iterdir())
+    bad = run_cli("analyze", rep, "--no-cache", "--nsys", "/bin/false", env=env)
+    assert bad.returncode != 0 and str(rep) in bad.stderr and len(bad.stderr.splitlines()) == 1
+    ok = run_cli("analyze", rep, "--no-cache", "--format", "json", env=env)
+    assert ok.returncode == 0 and json.loads(ok.stdout)["reports"][0]["totals"]["calls"] == 256
+    assert os.listdir(tmp_path / "tmp") == []                                # its export folder is gone
+    assert sorted(p.name for p in (tmp_path / "cache" / "exports").iterdir()) == cached
+
+
 def test_nsys_rep_input_exported_into_cache(tmp_path, fake_nsys):
     rep = tmp_path / "ro" / "run.nsys-rep"
     rep.parent.mkdir()

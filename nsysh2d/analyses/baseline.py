@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 
 from ..errors import EXIT_BAD_INPUT, BadInput, NsysH2DError
-from .gate import RuleResult, Rules
+from .rules import RuleResult, Rules
 
 
 def baseline_from(report, accept: str | None = None) -> dict:

@@ -10,39 +10,9 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import EXIT_BAD_INPUT, NsysH2DError
 from ..units import parse_duration, parse_fraction
+from .baseline import against_baseline, finding_match, read_baseline
 from .options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds
-
-
-@dataclass
-class Rules:
-    max_long_calls: int = 0
-    count: str = "blocking"            # blocking | long
-    max_blocked_per_step_ns: int | None = None
-    max_gpu_idle_per_step_ns: int | None = None
-    kinds: tuple[str, ...] = ()        # source memory kinds (file labels) the rules look at; empty: all
-    tolerance: float = 0.10            # baseline growth allowed (fraction)
-    warmup_steps: int = 0              # with step ranges: the first N steps are not judged
-
-    # The report fields and wording the rules use for what they count.
-    @property
-    def count_key(self) -> str:
-        return "blocking_calls" if self.count == "blocking" else "long_calls"
-
-    @property
-    def time_key(self) -> str:
-        return "blocking_ns" if self.count == "blocking" else "long_ns"
-
-    @property
-    def what(self) -> str:
-        return "long-blocking" if self.count == "blocking" else "long"
-
-
-@dataclass
-class RuleResult:
-    name: str
-    passed: bool
-    message: str
-    offenders: list[dict] = field(default_factory=list)
+from .rules import RuleResult, Rules
 
 
 def _kind_ok(kind, rules: Rules) -> bool:
@@ -72,8 +42,6 @@ def _scope(rep: dict, rules: Rules):
 
 
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
-    from .baseline import against_baseline
-
     count_key, what = rules.count_key, rules.what
     results = []
     judged, _outside, steps, words, in_step = _scope(rep, rules)
@@ -83,7 +51,6 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
     scope = f" from {'/'.join(rules.kinds)} memory" if rules.kinds else ""
     if baseline is not None:
         # Known findings are the baseline's to judge (no-growth): this rule counts the new ones only.
-        from .baseline import finding_match
         match = finding_match(baseline, rep, count_key)
         known = {r["group"] for r in baseline.get(match.field, []) if r.get(count_key)}
         new_rows = [r for r in rep.get(match.field, []) if r[count_key] and r["group"] not in known]
@@ -248,8 +215,6 @@ class GateSettings:
 
 def run_gate(reports, settings: GateSettings, analyze_many) -> GateResult:
     """A verdict per report path; analyze_many(paths, Options) -> (Reports, errors as (path, message, code))."""
-    from .baseline import read_baseline
-
     rules, base, opts = settings.rules(), read_baseline(settings.baseline), settings.options()
     reps, errors = analyze_many(list(reports), opts)   # a report that fails is judged as not passing
     return GateResult([Verdict(rep.path, gate(rep.to_json(), rules, base)) for rep in reps], list(errors))

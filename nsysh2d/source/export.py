@@ -13,30 +13,48 @@ from ..errors import EXIT_EXPORT_FAILED, EXIT_NSYS_MISSING, BadInput, NsysH2DErr
 from ..nsys import export_command, find_nsys
 
 
-def sqlite_for_report(path: str, nsys: str | None = None) -> str:
+def sqlite_for_report(path: str, nsys: str | None = None, keep: bool = True) -> str:
+    """The SQLite export of a .nsys-rep: the cache's (made once, sealed), or with keep=False (--no-cache) a
+    new one in a private folder of its own, which the caller removes (its folder) when done."""
     if not os.path.isfile(path):
         raise BadInput(f"{path}: no such file")
+    if not keep:
+        return _export(path, nsys, tempfile.mkdtemp(prefix="nsysh2d-export-"), None)
     check_private(cache_root())   # an export another user could plant would be read as this report
     out_dir = cache_root() / "exports"
     target = out_dir / f"{file_key(path)}.sqlite"
     if target.exists() and sealed(target):   # one this cache wrote; another is exported again
         return str(target)
-    try:
-        exe = find_nsys(nsys)
-    except NsysH2DError as e:
-        raise NsysH2DError(f"{path}: reading a .nsys-rep needs the nsys CLI to export it ({e}); or export it "
-                           "yourself with 'nsys export --type sqlite' and pass the .sqlite", EXIT_NSYS_MISSING) from None
     cache_dir("exports")
     tmpdir = tempfile.mkdtemp(prefix="export-", dir=out_dir)
     try:
-        tmp = os.path.join(tmpdir, "report.sqlite")
+        return _export(path, nsys, tmpdir, target)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _export(path: str, nsys: str | None, tmpdir: str, target) -> str:
+    """nsys export into tmpdir; moved to target (atomic: concurrent exports of one report end with one
+    complete file) and sealed there, or left in tmpdir when target is None (tmpdir removed on failure)."""
+    tmp = os.path.join(tmpdir, "report.sqlite")
+    try:
+        try:
+            exe = find_nsys(nsys)
+        except NsysH2DError as e:
+            raise NsysH2DError(f"{path}: reading a .nsys-rep needs the nsys CLI to export it ({e}); or export it "
+                               "yourself with 'nsys export --type sqlite' and pass the .sqlite",
+                               EXIT_NSYS_MISSING) from None
         proc = subprocess.run(export_command(exe, path, tmp), capture_output=True, text=True)
         if proc.returncode != 0 or not os.path.exists(tmp):
             raise NsysH2DError(f"{path}: {_export_failure(exe, proc)}", EXIT_EXPORT_FAILED)
-        os.replace(tmp, target)  # atomic: concurrent exports of one report end with one complete file
-        seal(target)
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+    except BaseException:
+        if target is None:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+        raise
+    if target is None:
+        return tmp
+    os.replace(tmp, target)
+    seal(target)
     return str(target)
 
 

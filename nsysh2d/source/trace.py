@@ -94,14 +94,18 @@ class Trace:
     threads: int | None = None
     source: str = ""   # what the user named: the .nsys-rep when `path` is its export in the cache
     spill: str | None = None   # this run's own spill folder (removed on close)
+    own_export: str | None = None   # the folder of a --no-cache export of a .nsys-rep (removed on close)
 
     @classmethod
-    def open(cls, path: str, nsys: str | None = None, threads: int | None = None) -> "Trace":
+    def open(cls, path: str, nsys: str | None = None, threads: int | None = None, use_cache: bool = True) -> "Trace":
+        """use_cache=False (--no-cache): a .nsys-rep is exported anew, to a folder removed on close."""
         source = path = str(path)
         note = None
+        own_export = None
         if path.endswith((".nsys-rep", ".qdrep")):
             from .export import sqlite_for_report
-            path = sqlite_for_report(path, nsys)
+            path = sqlite_for_report(path, nsys, keep=use_cache)
+            own_export = None if use_cache else os.path.dirname(path)
         elif os.path.isfile(path) and is_sqlite(path):
             from .files import needs_private_copy, private_copy
 
@@ -113,8 +117,13 @@ class Trace:
             tr = cls._open(path, source, threads)
             if note:
                 tr.warnings.insert(0, note)
+            tr.own_export = own_export
             return tr
         except NsysH2DError as e:
+            if own_export:
+                import shutil
+
+                shutil.rmtree(own_export, ignore_errors=True)
             if path == source:
                 raise
             # An export that is not even SQLite (nsys wrote garbage) is not kept: the next run exports again.
@@ -201,10 +210,11 @@ class Trace:
 
     def close(self) -> None:
         self.con.close()
-        if self.spill:
-            import shutil
+        import shutil
 
-            shutil.rmtree(self.spill, ignore_errors=True)
+        for folder in (self.spill, self.own_export):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
 
     def __enter__(self):
         return self
