@@ -126,3 +126,23 @@ def test_no_import_cycles():
 def test_the_cache_module_is_a_leaf():
     """cache.py imports nothing of the package but errors, so input adapters and outputs can use it."""
     assert import_graph()["nsysh2d.cache"] <= {"nsysh2d.errors"}
+
+
+# Layers, lowest first: what a module may import is at its own layer or below (issue 36: no upward
+# imports). Base modules import only each other; the orchestration and the CLI sit on top of everything.
+LAYERS = [("nsysh2d.errors", "nsysh2d.units", "nsysh2d.cache", "nsysh2d.cpus", "nsysh2d.fixes", "nsysh2d.sites",
+           "nsysh2d.nsys"),
+          ("nsysh2d.source",), ("nsysh2d.model",), ("nsysh2d.analyses",), ("nsysh2d.present",)]
+
+
+def layer_of(module: str) -> int:
+    for i, names in enumerate(LAYERS):
+        if any(module == n or module.startswith(n + ".") for n in names):
+            return i
+    return len(LAYERS)   # jobs, run, cluster, config, the facade, the CLI, the runtime checker
+
+
+def test_no_upward_imports():
+    upward = [f"{m} -> {d}" for m, deps in import_graph().items() for d in deps if layer_of(d) > layer_of(m)]
+    assert not upward, upward
+    assert layer_of("nsysh2d.source.export") == 1 and layer_of("nsysh2d.cli") == len(LAYERS)
