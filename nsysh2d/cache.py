@@ -13,6 +13,7 @@ import hmac
 import json
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -32,8 +33,6 @@ CACHE_PARTS = ("reports", "exports", "spill", "copies")
 def check_private(root: Path) -> None:
     """The cache folder must be this user's alone: an entry, export or copy another user could plant there
     would be served as this user's results (docs/security.md). Created 0700 by cache_dir."""
-    import stat
-
     try:
         st = os.stat(root)
     except FileNotFoundError:
@@ -100,8 +99,6 @@ def append_output(path: str, text: str) -> None:
     """Append all of `text` or nothing: a failed write (full disk) is cut back to the file's old end. Only
     to a regular file that this user owns (or a new one), never through a symbolic link: on a shared
     machine a link planted at the path would send the text into another file (docs/security.md)."""
-    import stat
-
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
                      | getattr(os, "O_NONBLOCK", 0), 0o666)   # a FIFO: an error, not a wait

@@ -30,8 +30,11 @@ def test_summary_is_never_appended_through_a_symbolic_link(tmp_path):
     assert run_cli("gate", PROBE, "--summary", tmp_path / "new.md").returncode == 1
 
 
-def _as_nobody():
-    return [shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"]
+def as_nobody(*args) -> list[str]:
+    """The installed CLI with these arguments, run as a second user (nobody) through setpriv."""
+    exe = shutil.which("nsysh2d")
+    return ([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"]
+            + ([exe] if exe else [sys.executable, "-m", "nsysh2d.cli"]) + [str(a) for a in args])
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv for a 2nd user")
@@ -49,9 +52,7 @@ def test_summary_owned_by_another_user_is_refused():
     cache.mkdir(mode=0o700)
     os.chown(cache, 65534, 65534)
     env = {**os.environ, "NSYSH2D_CACHE_DIR": str(cache), "HOME": str(tmp_path)}
-    exe = shutil.which("nsysh2d")
-    cmd = _as_nobody() + ([exe] if exe else [sys.executable, "-m", "nsysh2d.cli"])
-    r = subprocess.run(cmd + ["gate", str(PROBE), "--summary", str(planted)], capture_output=True, text=True, env=env)
+    r = subprocess.run(as_nobody("gate", PROBE, "--summary", planted), capture_output=True, text=True, env=env)
     try:
         assert r.returncode == 6 and "owned by another user" in r.stderr, r.stderr
         assert planted.read_text() == ""
@@ -354,12 +355,10 @@ def test_a_cache_planted_by_another_user_is_refused_by_the_victim():
         planted = run_cli("analyze", PROBE, env={"NSYSH2D_CACHE_DIR": str(cache)})   # root's entries
         assert planted.returncode == 0 and list((cache / "reports").glob("*.json"))
         os.chmod(cache, 0o755)   # readable by nobody, as a shared cache would be
-        exe = shutil.which("nsysh2d")
-        cmd = _as_nobody() + ([exe] if exe else [sys.executable, "-m", "nsysh2d.cli"])
         env = {**os.environ, "NSYSH2D_CACHE_DIR": str(cache), "HOME": str(base), "TMPDIR": "/tmp"}
-        r = subprocess.run(cmd + ["analyze", str(PROBE)], capture_output=True, text=True, env=env)
+        r = subprocess.run(as_nobody("analyze", PROBE), capture_output=True, text=True, env=env)
         assert r.returncode == 2 and "owned by another user" in r.stderr and not r.stdout, r.stderr
-        ok = subprocess.run(cmd + ["analyze", str(PROBE), "--no-cache"], capture_output=True, text=True, env=env)
+        ok = subprocess.run(as_nobody("analyze", PROBE, "--no-cache"), capture_output=True, text=True, env=env)
         assert ok.returncode == 0, ok.stderr
     finally:
         shutil.rmtree(base)

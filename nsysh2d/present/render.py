@@ -98,17 +98,12 @@ def to_markdown(sections: list[Section], heading: str = "") -> str:
             out.append("|" + "|".join("---:" if c.kind in ("ns", "bytes", "int", "float", "num") else "---"
                                       for c in s.columns) + "|")
             for r in s.rows:
-                out.append("| " + " | ".join(_md_cell(cell(r.get(c.key), c.kind)) for c in s.columns) + " |")
+                out.append("| " + " | ".join(md(cell(r.get(c.key), c.kind)) for c in s.columns) + " |")
         else:
             out.append("_none_")
         out += [""] + [f"- {ln.render(md) if isinstance(ln, safe.Line) else md(ln)}" for ln in s.lines]
         out += [""] if s.lines else []
     return "\n".join(out).rstrip() + "\n"
-
-
-def _md_cell(text: str) -> str:
-    """A Markdown table cell: one line, pipes escaped (safe.markdown)."""
-    return safe.markdown(text)
 
 
 def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:

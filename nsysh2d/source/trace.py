@@ -7,6 +7,7 @@ beside the user's file.
 from __future__ import annotations
 
 import os
+import shutil
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,16 +116,10 @@ class Trace:
                 note = f"{source} {reason}: read from a private copy in the cache; nothing was written beside it"
         try:
             tr = cls._open(path, source, threads)
-            if note:
-                tr.warnings.insert(0, note)
-            tr.own_export = own_export
-            return tr
-        except NsysH2DError as e:
-            if own_export:
-                import shutil
-
+        except BaseException as e:
+            if own_export:   # a --no-cache export is removed whatever stopped the open
                 shutil.rmtree(own_export, ignore_errors=True)
-            if path == source:
+            if not isinstance(e, NsysH2DError) or path == source:
                 raise
             # An export that is not even SQLite (nsys wrote garbage) is not kept: the next run exports again.
             # A valid export without CUDA data stays: exporting it again would give the same.
@@ -133,6 +128,10 @@ class Trace:
             # Name the user's report, not only the hashed export in the cache.
             how = "exported" if note is None else "copied"
             raise NsysH2DError(str(e).replace(path, f"{source} ({how} to {path})", 1), e.exit_code) from None
+        if note:
+            tr.warnings.insert(0, note)
+        tr.own_export = own_export
+        return tr
 
     @classmethod
     def _open(cls, path: str, source: str, threads: int | None) -> "Trace":
@@ -147,8 +146,6 @@ class Trace:
         try:
             return cls._connect(p, path, source, threads, spill)
         except BaseException:
-            import shutil
-
             shutil.rmtree(spill, ignore_errors=True)
             raise
 
@@ -210,8 +207,6 @@ class Trace:
 
     def close(self) -> None:
         self.con.close()
-        import shutil
-
         for folder in (self.spill, self.own_export):
             if folder:
                 shutil.rmtree(folder, ignore_errors=True)
