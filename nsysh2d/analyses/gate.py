@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from ..errors import EXIT_BAD_INPUT, NsysH2DError
 from ..units import parse_duration, parse_fraction
 from .baseline import against_baseline, finding_match, read_baseline
-from .options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds
+from .options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds, left_out
 from .rules import RuleResult, Rules
 
 
@@ -58,7 +58,7 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         scope, words = f"{scope} at {match.title}s the baseline does not accept", ""
         offenders = [t for t in offenders if match.key_of(t) not in known]
     t = rep["totals"]
-    other = {"async": "sync", "sync": "async"}.get(rep.get("calls", "async"))
+    other = left_out(rep.get("calls", "async"))
     left = (f"; not judged: {t[f'{other}_long_calls']} long {other} copy calls ({t[f'{other}_long_ns'] / 1e6:.2f} ms; "
             f"--calls all judges them)") if other and t.get(f"{other}_long_calls") else ""
     results.append(RuleResult(

@@ -11,6 +11,13 @@ DIRECTIONS = ("h2d", "d2h", "all")
 # Which copy APIs the figures count: asynchronous (cudaMemcpyAsync, cuMemcpyHtoDAsync_v2: the calls that
 # should not block), synchronous (cudaMemcpy, cuMemcpyHtoD_v2: block by definition) or both.
 CALLS = ("async", "sync", "all")
+
+
+def left_out(calls: str) -> str | None:
+    """The copy APIs a --calls value leaves out of the figures (sync for async, and back; none for all)."""
+    return {"async": "sync", "sync": "async"}.get(calls)
+
+
 # Every grouping, with its title in tables; the first is the default of `analyze --by`.
 GROUPINGS = {"kind": "memory kind", "site": "call site", "class": "source class", "nvtx": "NVTX range",
              "stream": "stream", "api": "copy API"}

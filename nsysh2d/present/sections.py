@@ -1,7 +1,7 @@
 """What each command shows, as sections (tables with notes and lines), built from typed results."""
 from __future__ import annotations
 
-from ..analyses.options import GROUPINGS
+from ..analyses.options import GROUPINGS, left_out
 from ..units import format_bytes, format_ns
 from .render import Column, Section, cell
 from .safe import Line, Trusted
@@ -41,7 +41,7 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
             f"Total: {t['long_calls']} long ({format_ns(t['long_ns'])}), {t['blocking_calls']} blocking "
             f"({format_ns(t['blocking_ns'])}); GPU idle during long calls {format_ns(t.get('gpu_idle_ns'))}"
             f"{per_step}.{outside}")
-    other = {"async": "sync", "sync": "async"}.get(calls)
+    other = left_out(calls)
     if other and t.get(f"{other}_calls"):
         note += (f" Not counted here: {t[f'{other}_calls']} {other} copy calls ({t[f'{other}_long_calls']} long, "
                  f"{format_ns(t[f'{other}_long_ns'])}); --calls {other} or --calls all counts them.")
@@ -166,7 +166,7 @@ def combined_section(reports) -> Section:
     """One row per report. Copy calls of the API kind --calls leaves out (sync, or async) are counted in a
     column of their own, never dropped without a word."""
     def other(r, k):
-        side = {"async": "sync", "sync": "async"}.get(r.calls)
+        side = left_out(r.calls)
         return getattr(r.totals, f"{side}_{k}") if side else 0
 
     keys = ("calls", "long_calls", "blocking_calls", "long_ns", "other_long_calls", "other_long_ns", "steps")
