@@ -53,13 +53,14 @@ main.add_command(recipe_path)
 @profile_options
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
 def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabacktrace, sample,
-            python_backtrace, nsys_args, export_args, importer_lib, python_exe, dry_run, target):
+            python_backtrace, nsys_args, export_args, importer_lib, python_exe, dry_run, kineto, target):
     """Run a workload (or any command) under `nsys profile` and export SQLite.
 
     \b
       nsysh2d profile workloads/qwen3vl.py                 # before and after variants
       nsysh2d profile workloads/qwen3vl.py -- --steps 20   # arguments for the workload
       nsysh2d profile --name train -- python train.py      # any command
+      nsysh2d profile --kineto workloads/qwen3vl.py        # torch.profiler, no nsys
 
     For a workload with a --variant option, each variant is captured (NAME-VARIANT.sqlite).
     If nsys leaves a .qdstrm because it could not find its importer, a QdstrmImporter near the
@@ -71,7 +72,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
                            no_variants=no_variants, nsys_path=nsys_path, trace=trace, cudabacktrace=cudabacktrace,
                            sample=sample, python_backtrace=python_backtrace, nsys_args=nsys_args,
                            export_args=export_args, importer_lib=importer_lib, python_exe=python_exe,
-                           dry_run=dry_run, echo=click.echo)
+                           dry_run=dry_run, echo=click.echo, kineto=kineto)
 
 
 @main.command()

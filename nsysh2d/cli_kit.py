@@ -120,7 +120,7 @@ class Group(click.Group):
             if _is_interrupt(e):
                 fail("interrupted", 130)
             if type(e).__name__ == "OutOfMemoryException":
-                from .source.trace import memory_limit
+                from .source.connection import memory_limit
                 fail(f"out of memory (DuckDB limit {memory_limit()}; raise it with NSYSH2D_MEMORY_LIMIT=4GB "
                       "or use fewer threads with NSYSH2D_THREADS=2)", EXIT_INTERNAL)
             fail(f"internal error: {type(e).__name__}: {e} (set NSYSH2D_DEBUG=1 for a traceback and "
@@ -260,6 +260,10 @@ profile_options_list = [
     click.option("--python", "python_exe", default=sys.executable, show_default="this interpreter",
                  help="Interpreter that runs a .py workload."),
     click.option("--dry-run", is_flag=True, help="Print the nsys commands without running them."),
+    click.option("--kineto", is_flag=True,
+                 help="Capture with torch.profiler instead of nsys (no nsys needed): CPU+CUDA activity with Python "
+                      "stacks, NVTX ranges mirrored as record_function ranges; writes NAME.pt.trace.json.gz, which "
+                      "every command reads. The nsys options do not apply."),
 ]
 
 

@@ -235,7 +235,7 @@ def cuda_calls(sqlite_path: str) -> int:
 
 def profile_targets(target: list[str], *, output_dir, name, variants, no_variants, nsys_path, trace, cudabacktrace,
                     sample, python_backtrace, nsys_args, export_args, importer_lib, python_exe, dry_run,
-                    echo) -> int:
+                    echo, kineto: bool = False) -> int:
     """`nsysh2d profile`: each variant of a workload (or the command) captured and exported. echo(text,
     err=False) prints."""
     parts = list(target)
@@ -261,6 +261,11 @@ def profile_targets(target: list[str], *, output_dir, name, variants, no_variant
         sample=sample, python_backtrace=python_backtrace, extra=list(nsys_args),
         export_extra=list(export_args))
     runs = [(f"{label}-{v}", [*base_cmd, "--variant", v]) for v in found] or [(label, base_cmd)]
+    if kineto:
+        if not is_script:
+            raise NsysH2DError("--kineto runs a Python workload under torch.profiler: give WORKLOAD.py", EXIT_BAD_INPUT)
+        from .torch_profile import capture_runs
+        return capture_runs(runs, Path(output_dir), dry_run, echo)
     if dry_run:
         exe = nsys_path or os.environ.get("NSYS") or "nsys"
         for lab, cmd in runs:

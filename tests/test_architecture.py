@@ -53,7 +53,7 @@ def test_one_parameter_style():
 def test_rules_are_written_once():
     texts = {f.name: f.read_text() for f in QUERIES.glob("*/*.sql")}
     assert [n for n, t in texts.items() if "0.5 *" in t] == ["rules.sql"]
-    assert [n for n, t in texts.items() if "16777216" in t] == ["views.sql"]
+    assert [n for n, t in texts.items() if "16777216" in t] == ["global_tid.sql"]
     kind_joins = [n for n, t in texts.items() if "k.src_kind IS NOT DISTINCT FROM c.src_kind" in t]
     assert kind_joins == ["labels.sql"]
 
@@ -131,7 +131,7 @@ def test_the_cache_module_is_a_leaf():
 # Layers, lowest first: what a module may import is at its own layer or below (issue 36: no upward
 # imports). Base modules import only each other; the orchestration and the CLI sit on top of everything.
 LAYERS = [("nsysh2d.errors", "nsysh2d.units", "nsysh2d.cache", "nsysh2d.cpus", "nsysh2d.fixes", "nsysh2d.sites",
-           "nsysh2d.nsys"),
+           "nsysh2d.nsys", "nsysh2d.torch_profile"),
           ("nsysh2d.source",), ("nsysh2d.model",), ("nsysh2d.analyses",), ("nsysh2d.present",)]
 
 

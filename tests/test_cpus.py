@@ -13,7 +13,7 @@ import pytest
 from conftest import BEFORE, ROOT, run_cli
 
 from nsysh2d import cpus
-from nsysh2d.source.trace import memory_limit
+from nsysh2d.source.connection import memory_limit
 
 needs_affinity = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux only")
 

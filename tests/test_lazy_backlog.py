@@ -67,7 +67,7 @@ def test_span_condition_selects_exactly_the_overlapping_rows():
     import random
     import sqlite3
 
-    from nsysh2d.model.pipeline import spans_condition
+    from nsysh2d.source.ingest import spans_condition
 
     rng = random.Random(21)
     db = sqlite3.connect(":memory:")

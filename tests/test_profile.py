@@ -209,13 +209,15 @@ def test_dry_run_prints_commands(tmp_path):
     assert len(lines) == 4 and "--variant before" in lines[0] and "--include-blobs=true" in lines[1]
 
 
-def test_profiling_path_imports_no_analysis_stack(tmp_path, fake_nsys):
+@pytest.mark.parametrize("args", [["--", "true"], ["--kineto", str(ROOT / "workloads" / "qwen3vl.py")]])
+def test_profiling_path_imports_no_analysis_stack(tmp_path, fake_nsys, args):
     # A GPU box with only torch + click must profile: the profile command never loads these.
-    code = textwrap.dedent("""
+    code = textwrap.dedent(f"""
         import sys
         from nsysh2d.cli import main
+        import nsysh2d.torch_profile
         try:
-            main(["profile", "--dry-run", "--", "true"])
+            main(["profile", "--dry-run", *{args!r}])
         except SystemExit:
             pass
         bad = [m for m in ("duckdb", "polars", "rich", "pyarrow") if m in sys.modules]
@@ -254,3 +256,29 @@ def test_nsys_rep_input_exported_into_cache(tmp_path, fake_nsys):
     assert list((tmp_path / "cache" / "exports").glob("*.sqlite"))
     r = run_cli("analyze", rep, env={**env, "FAKE_EXPORT_FAIL": "1", "NSYSH2D_CACHE_DIR": str(tmp_path / "c2")})
     assert r.returncode == 5 and "nsys export failed: ProtobufParseException" in r.stderr
+
+
+def test_profile_kineto_captures_without_nsys(tmp_path):
+    """`profile --kineto` runs a workload under torch.profiler (here on CPU, no nsys anywhere): NVTX ranges the
+    workload pushes are in the trace as record_function ranges, its Python frames are there, a failing workload
+    still leaves its trace, and analyze says in one line why a trace without CUDA activity cannot be judged."""
+    import gzip
+    import json
+
+    script = tmp_path / "tiny.py"
+    script.write_text("import sys, torch\nfor step in range(2):\n    torch.cuda.nvtx.range_push(f'step {step}')\n"
+                      "    x = torch.ones(64).add(step)\n    torch.cuda.nvtx.range_pop()\n"
+                      "sys.exit(3 if '--fail' in sys.argv else 0)\n")
+    out = tmp_path / "out"
+    r = run_cli("profile", "--kineto", "--no-variants", "-o", out, script, env={"NSYS": "/nonexistent"})
+    assert r.returncode == 0, r.stderr
+    trace = out / "tiny.pt.trace.json.gz"
+    events = json.load(gzip.open(trace, "rt"))["traceEvents"]
+    assert [e["name"] for e in events if e.get("cat") == "user_annotation"] == ["step 0", "step 1"]
+    assert any(e.get("cat") == "python_function" and e["name"].startswith("tiny.py(") for e in events)
+    a = run_cli("analyze", trace)
+    assert a.returncode == 2 and "no CUDA runtime events" in a.stderr and len(a.stderr.strip().splitlines()) == 1
+    r = run_cli("profile", "--kineto", "--no-variants", "-o", out, "--name", "failing", script, "--", "--fail")
+    assert r.returncode == 4 and "exited 3" in r.stderr and (out / "failing.pt.trace.json.gz").is_file()
+    r = run_cli("profile", "--kineto", "--", "python", "x.py")
+    assert r.returncode == 2 and "give WORKLOAD.py" in r.stderr

@@ -111,6 +111,7 @@ class Report:
     by_api: list[dict] = field(default_factory=list)     # per copy API, sync and async whatever `calls` is
     python_backtrace: bool = False                       # captured with --python-backtrace (a warning says so)
     inconsistencies: list[str] = field(default_factory=list)   # the file contradicts itself (trace.py): gate fails
+    format: str = "nsys-sqlite"                          # the input read: nsys-sqlite or kineto (torch.profiler)
 
     def group(self, by: str) -> list[dict]:
         if by == "kind":
@@ -124,18 +125,19 @@ class Report:
                 **{f"by_{g}": rows for g, rows in self.groups.items()},
                 "top": self.top, "warnings": self.warnings, "by_step": self.by_step, "calls": self.calls,
                 "by_api": self.by_api, "python_backtrace": self.python_backtrace,
-                "inconsistencies": self.inconsistencies}
+                "inconsistencies": self.inconsistencies, "format": self.format}
 
     @classmethod
     def from_json(cls, d: dict) -> "Report":
         """Raises KeyError/TypeError/AttributeError on a document of another shape."""
-        known = {f.name for f in fields(cls)} - {"steps", "totals", "groups", "by_step", "by_api", "inconsistencies"}
+        known = {f.name for f in fields(cls)} - {"steps", "totals", "groups", "by_step", "by_api", "inconsistencies",
+                                                 "format"}
         groups = {k[3:]: v for k, v in d.items() if k.startswith("by_") and k not in ("by_kind", "by_step", "by_api")}
         if not all(isinstance(v, list) for v in [d["by_kind"], d["top"], *groups.values()]):
             raise TypeError("rows are not lists")
         return cls(**{k: d[k] for k in known}, steps=Steps(**d["steps"]),
                    totals=Totals(**d["totals"]), groups=groups, by_step=list(d["by_step"]), by_api=list(d["by_api"]),
-                   inconsistencies=list(d.get("inconsistencies", [])))
+                   inconsistencies=list(d.get("inconsistencies", [])), format=str(d.get("format", "nsys-sqlite")))
 
 
 def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
@@ -157,7 +159,8 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
                   warnings=model.warnings + [f"inconsistent trace: {i}" for i in model.inconsistencies],
                   by_step=by_step, inconsistencies=model.inconsistencies,
-                  calls=opts.calls, by_api=apis, python_backtrace=bool(meta.get("python_backtrace")))
+                  calls=opts.calls, by_api=apis, python_backtrace=bool(meta.get("python_backtrace")),
+                  format=meta.get("format", "nsys-sqlite"))
 
 
 def group_rows(model, by: str, opts: Options) -> list[dict]:

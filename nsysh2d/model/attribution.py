@@ -1,7 +1,7 @@
 """Where each copy comes from and what its source really was, from the trace's own evidence.
 
-Call site: the first frames of the user's program. Python frames (--python-backtrace=cuda, decoded
-from the NVTX extended payload) give `file:function`; otherwise the native stack (--cudabacktrace)
+Call site: the first frames of the user's program. Python frames (nsys --python-backtrace=cuda, or a
+Kineto trace's python_function events) give `file:function`; otherwise the native stack (--cudabacktrace)
 gives the framework op and the Python binding that reached it. Signatures leave out line numbers
 and folders above the file's parent, so the same site matches across two traces of a program even
 when a fix moved its lines.
@@ -12,9 +12,7 @@ on the stack. Without evidence the class is `unknown`; nothing is guessed.
 """
 from __future__ import annotations
 
-import html
 import re
-import struct
 
 from ..fixes import FIXES, FIXES_CUDA, FIXES_CUDA_D2H, FIXES_D2H
 from ..sites import is_library, site_names
@@ -22,6 +20,7 @@ from ..source import sql
 
 CUDA_INTERNAL = re.compile(r"libcupti|libcuda\.so|libcudart|libnvidia|libnvToolsExt|libnvtx", re.I)
 COPY_KERNEL = "at::native::copy_kernel_cuda"
+COPY_OP = "aten::copy_"   # a Kineto CPU op (its frames are ops, not C++ symbols)
 PY_MARK_WINDOW_NS = 1_000_000
 
 def short_symbol(symbol: str) -> str:
@@ -38,51 +37,26 @@ def short_symbol(symbol: str) -> str:
     return "".join(out).strip() or s
 
 
-def native_site(frames: list[tuple[str, str]]) -> tuple[str | None, int]:
-    """(signature, copy_kernel_cuda count) of a native stack, innermost frame first."""
+def native_site(frames: list[tuple[str, str]]) -> tuple[str | None, int, str]:
+    """(signature, copy frames, the frame counted) of a native stack, innermost frame first. The copy frames:
+    at::native::copy_kernel_cuda in an nsys backtrace, or the aten::copy_ ops around the call in a Kineto
+    trace's CPU-op stack (kineto_views.sql): two mean a copy through a temporary."""
     copies = sum(1 for sym, _ in frames if sym and sym.startswith(COPY_KERNEL))
+    counted = COPY_KERNEL
+    ops = sum(1 for sym, _ in frames if sym == COPY_OP)
+    if ops > copies:
+        copies, counted = ops, COPY_OP
     user = [(sym, mod) for sym, mod in frames
             if sym and not sym.startswith("0x") and not CUDA_INTERNAL.search(mod or "")
             and not sym.startswith("cuda") and not sym.startswith("cu")]
     if not user:
-        return None, copies
+        return None, copies, counted
     op = short_symbol(user[0][0])
     binding = next((short_symbol(s) for s, _ in user if "THPVariable_" in s or "pybind11" in s), None)
     if binding:
         binding = binding.split("::")[-1]
-        return f"{binding} > {op}", copies
-    return op, copies
-
-
-def decode_python_frames(blob: bytes, strings: dict[int, str] | None = None):
-    """Frames (function id/name, file id/name, line) of one 'Python Backtrace on CUDA' payload.
-
-    Layout seen in nsys 2025.3 exports: u64 entry count; per entry u64 schema id, u64 size, u64 offset;
-    at the offset: u64 thread-state id, u32 thread state, u32 frame count, then per frame three u64
-    (function StringId, file StringId, line in the low 32 bits).
-    """
-    out = []
-    if not blob or len(blob) < 8:
-        return out
-    (n,) = struct.unpack_from("<Q", blob, 0)
-    for i in range(min(n, 16)):
-        if 8 + 24 * (i + 1) > len(blob):
-            break
-        _schema, _size, off = struct.unpack_from("<QQQ", blob, 8 + 24 * i)
-        if off + 16 > len(blob):
-            break
-        _tsid, _state, count = struct.unpack_from("<QII", blob, off)
-        for k in range(count):
-            pos = off + 16 + 24 * k
-            if pos + 24 > len(blob):
-                break
-            fn, fi, line = struct.unpack_from("<QQQ", blob, pos)
-            line &= 0xFFFFFFFF
-            if strings is not None:
-                out.append((html.unescape(strings.get(fn, "?")), html.unescape(strings.get(fi, "?")), line))
-            else:
-                out.append((fn, fi, line))
-    return out
+        return f"{binding} > {op}", copies, counted
+    return op, copies, counted
 
 
 def python_site(frames: list[tuple[str, str, int]]) -> tuple[str, str] | None:
@@ -95,23 +69,19 @@ def python_site(frames: list[tuple[str, str, int]]) -> tuple[str, str] | None:
 
 def python_sites(trace) -> None:
     """Frames py_site_names_frame (py_site_id, site, site_line) and python_sites_frame (global_pid,
-    correlation_id, py_site_id) for model/python_sites.sql: each distinct Python-backtrace payload
-    decoded once (the per-call join is SQL)."""
+    correlation_id, py_site_id) for model/python_sites.sql: the input adapter gives each call's Python stack
+    (Trace.python_stacks: nsys's backtrace marks, or Kineto's python_function events); each distinct stack is
+    named once (the per-call join is SQL)."""
     con = trace.con
     marks = sql.run(con, "model/python_marks", {"window_ns": PY_MARK_WINDOW_NS}).fetchall()
-    blobs = trace.nvtx_blobs(sorted({m[4] for m in marks})) if marks else {}
-    decoded = {blob: decode_python_frames(blob) for blob in set(blobs.values())}
-    ids = sorted({i for fr in decoded.values() for f in fr for i in (f[0], f[1])})
-    strings = dict(sql.run(con, "source/strings_by_id", {"ids": ids}).fetchall()) if ids else {}
+    calls, stacks = trace.python_stacks(marks)
     site_ids: dict[tuple[str, str], int] = {}
-    site_of_blob = {}
-    for blob, frames in decoded.items():
-        named = [(html.unescape(strings.get(a, "?")), html.unescape(strings.get(b, "?")), ln) for a, b, ln in frames]
-        site = python_site(named)
+    site_of_stack = {}
+    for key, frames in stacks.items():
+        site = python_site(frames)
         if site:
-            site_of_blob[blob] = site_ids.setdefault(site, len(site_ids) + 1)
-    py = [(p, c, site_of_blob[blobs[(t, st)]]) for p, c, t, st, _d in marks
-          if blobs.get((t, st)) in site_of_blob]
+            site_of_stack[key] = site_ids.setdefault(site, len(site_ids) + 1)
+    py = [(p, c, site_of_stack[k]) for p, c, k in calls if k in site_of_stack]
     _register(con, "py_site_names", ["py_site_id", "site", "site_line"], ["int32", "string", "string"],
               [(i, s, line) for (s, line), i in site_ids.items()])
     _register(con, "python_sites", ["global_pid", "correlation_id", "py_site_id"], ["int64", "int64", "int32"], py)
@@ -125,7 +95,8 @@ def native_sites(trace) -> None:
     for cid, _depth, sym, mod in sql.run(con, "model/callchain_frames").fetchall():
         stacks.setdefault(cid, []).append((sym, mod))
     native = [(cid, *native_site(frames)) for cid, frames in stacks.items()]
-    _register(con, "native_sites", ["callchain_id", "site", "copy_kernels"], ["int64", "string", "int64"], native)
+    _register(con, "native_sites", ["callchain_id", "site", "copy_kernels", "copy_frame"],
+              ["int64", "string", "int64", "string"], native)
     _register(con, "fixes", ["framework", "direction", "source_class", "fix"], ["string"] * 4,
               [(fw, d, k, v) for fw, d, fixes in (("torch", "h2d", FIXES), ("cuda", "h2d", FIXES_CUDA),
                                                   ("torch", "d2h", FIXES_D2H), ("cuda", "d2h", FIXES_CUDA_D2H))

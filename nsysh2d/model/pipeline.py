@@ -17,11 +17,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
-from ..source import ingest
-from ..source.sql import condition
 from . import attribution
 
-PART_ROWS = 250_000  # calls per part added to the store: bounds the memory of what is in flight
 JOIN_ROWS = 500_000  # calls per correlation-id range joined at once (copies_join.sql): fewer spill, more repeat
 
 
@@ -39,48 +36,8 @@ class Step:
 
 def read_gpu_work(trace) -> None:
     """The kernels, memsets and graph replays inside the spans the backlogs need (work_spans), as the Arrow
-    table gpu_work that work.sql reads. The span condition runs inside SQLite: the full scan stays in its C
-    loop and only the matching rows cross into DuckDB (5 M kernel rows: ~0.3 s, against ~1 s through
-    DuckDB's scanner, which converts every row first)."""
-    import pyarrow as pa
-
-    spans = trace.con.execute("SELECT lo, hi FROM work_spans").fetchall()
-    where = spans_condition([(int(lo), int(hi)) for lo, hi in spans])
-    cols = ["device_id", "stream_id", "start", "end"]
-    parts = []
-    for view in ("kernel", "memset", "graph"):
-        with ingest.Parts(trace, ingest.Read(view, where, cols, {"device_id": "INTEGER", "stream_id": "INTEGER"})) as read:
-            parts.extend(read)
-    schema = pa.schema([("device_id", pa.int32()), ("stream_id", pa.int32()), ("start", pa.int64()), ("end", pa.int64())])
-    trace.con.register("gpu_work", pa.concat_tables(parts) if parts else schema.empty_table())
-
-
-def spans_condition(spans: list[tuple[int, int]], bucket_bits: int = 20, max_buckets: int = 4096) -> str:
-    """SQLite condition: the row ("start", "end") overlaps one of the spans [lo, hi) ("end" >= lo AND
-    start < hi). The exact test is an OR over the spans, which SQLite evaluates term by term on every
-    row (10 spans over 5 M kernels: 1.17 s against 0.25 s for one comparison). A cheaper test goes first
-    and lets through only the rows that can pass: those whose end falls in a time bucket of 2^k ns that
-    touches [lo, hi + 2^k) of some span (one lookup in a sorted list), and the rows longer than 2^k,
-    which can overlap a span and end well after it (0.55 s for the same scan)."""
-    if not spans:
-        return "0"
-    exact = " OR ".join(f'("end" >= {lo} AND start < {hi})' for lo, hi in spans)
-    k = bucket_bits
-    while k < 62 and sum(b - a + 1 for a, b in _bucket_ranges(spans, k)) > max_buckets:
-        k += 1
-    buckets = [str(x) for a, b in _bucket_ranges(spans, k) for x in range(a, b + 1)]
-    return f'(("end" >> {k}) IN ({", ".join(buckets)}) OR "end" - start > {1 << k}) AND ({exact})'
-
-
-def _bucket_ranges(spans: list[tuple[int, int]], k: int) -> list[tuple[int, int]]:
-    """The buckets of 2^k that the spans' [lo, hi + 2^k] touch, as sorted disjoint inclusive ranges."""
-    out: list[tuple[int, int]] = []
-    for a, b in sorted((lo >> k, (hi + (1 << k)) >> k) for lo, hi in spans):
-        if out and a <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], b))
-        else:
-            out.append((a, b))
-    return out
+    table gpu_work that work.sql reads (the input adapter reads them: Trace.gpu_work)."""
+    trace.con.register("gpu_work", trace.gpu_work())
 
 
 # Some calls need folding (copies_fold.sql): several rows of one call, or runtime rows without activity.
@@ -140,14 +97,9 @@ def build(trace) -> None:
             run_step(trace, step, parts)
 
 
-def read_calls(trace) -> ingest.Parts:
-    """The runtime rows of the async memcpy calls, in parts (ingest.py), reading from now on."""
-    return ingest.Parts(trace, ingest.Read(
-        "runtime", condition("source/sqlite_copy_calls"),
-        ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
-        {"event_class": "INTEGER", "name_id": "INTEGER"},
-        # About one runtime row in ten is an async memcpy in the exports measured: parts of 10x the rows.
-        part_rows=10 * PART_ROWS))
+def read_calls(trace):
+    """The copy calls' runtime rows, in parts, reading from now on (the input adapter: Trace.copy_calls)."""
+    return trace.copy_calls()
 
 
 def run_step(trace, step: Step, parts=None, params: dict | None = None) -> None:

@@ -18,7 +18,8 @@ STAT_COLUMNS = [
 def report_heading(report) -> str:
     rep = report.to_json()
     steps = rep["steps"]["steps"]
-    return (f"{rep['path']}  (nsys {rep.get('nsys_version') or '?'}, schema {rep.get('schema_version') or '?'}, "
+    source = ("Kineto trace" if rep.get("format") == "kineto" else f"nsys {rep.get('nsys_version') or '?'}")
+    return (f"{rep['path']}  ({source}, schema {rep.get('schema_version') or '?'}, "
             f"{rep.get('gpu') or 'GPU ?'}; {steps} step range{'s' if steps != 1 else ''})")
 
 

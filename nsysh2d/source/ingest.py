@@ -162,3 +162,31 @@ def _query(path: str, sql: str):
         stmt.set_sql_query(sql)
         stream, _rows = stmt.execute_query()
         return pa.RecordBatchReader.from_stream(stream).read_all()
+
+
+def spans_condition(spans: list[tuple[int, int]], bucket_bits: int = 20, max_buckets: int = 4096) -> str:
+    """SQLite condition: the row ("start", "end") overlaps one of the spans [lo, hi) ("end" >= lo AND
+    start < hi). The exact test is an OR over the spans, which SQLite evaluates term by term on every
+    row (10 spans over 5 M kernels: 1.17 s against 0.25 s for one comparison). A cheaper test goes first
+    and lets through only the rows that can pass: those whose end falls in a time bucket of 2^k ns that
+    touches [lo, hi + 2^k) of some span (one lookup in a sorted list), and the rows longer than 2^k,
+    which can overlap a span and end well after it (0.55 s for the same scan)."""
+    if not spans:
+        return "0"
+    exact = " OR ".join(f'("end" >= {lo} AND start < {hi})' for lo, hi in spans)
+    k = bucket_bits
+    while k < 62 and sum(b - a + 1 for a, b in _bucket_ranges(spans, k)) > max_buckets:
+        k += 1
+    buckets = [str(x) for a, b in _bucket_ranges(spans, k) for x in range(a, b + 1)]
+    return f'(("end" >> {k}) IN ({", ".join(buckets)}) OR "end" - start > {1 << k}) AND ({exact})'
+
+
+def _bucket_ranges(spans: list[tuple[int, int]], k: int) -> list[tuple[int, int]]:
+    """The buckets of 2^k that the spans' [lo, hi + 2^k] touch, as sorted disjoint inclusive ranges."""
+    out: list[tuple[int, int]] = []
+    for a, b in sorted((lo >> k, (hi + (1 << k)) >> k) for lo, hi in spans):
+        if out and a <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out

@@ -179,6 +179,7 @@ def build_views(con, path: str, tables: dict[str, set[str]], warnings: list[str]
     if fallbacks:
         warnings.append(f"no {'/'.join(fallbacks)} table(s) (an nsys <= 2022.1 export?): kinds decoded with the "
                         "ids every ENUM table of nsys 2022.4 .. 2026.1 uses")
+    sql.run(con, "source/global_tid")
     sql.run(con, "source/views")
     for table, id_, label, known in sql.run(con, "source/enum_contradictions").fetchall():
         inconsistencies.append(f"{table} labels id {id_} {label!r} where CUPTI's id {id_} is {known!r}")
@@ -190,5 +191,5 @@ def read_meta(con) -> dict:
     # nsys profile --python-backtrace=cuda records PROCESS_N:CUDA_BACKTRACE_OPTIONS:COLLECT_PYTHON_BACKTRACES.
     pybt = con.execute("SELECT bool_or(lower(value) = 'true') FROM n.meta_capture "
                        "WHERE name LIKE '%COLLECT_PYTHON_BACKTRACES'").fetchone()[0]
-    return {"nsys_version": kv.get("EXPORT_PRODUCT_VERSION"),
+    return {"format": "nsys-sqlite", "nsys_version": kv.get("EXPORT_PRODUCT_VERSION"),
             "schema_version": kv.get("EXPORT_SCHEMA_VERSION"), "gpu": gpu, "python_backtrace": bool(pybt)}

@@ -6,6 +6,7 @@ beside the user's file.
 """
 from __future__ import annotations
 
+import html
 import os
 import shutil
 from contextlib import contextmanager
@@ -14,73 +15,12 @@ from pathlib import Path
 
 import duckdb
 
-from ..errors import EXIT_EXPORT_FAILED, BadInput, NsysH2DError, first_line
-from . import schema, sql
+from ..errors import BadInput, NsysH2DError, first_line
+from . import ingest, kineto, kineto_json, schema, sql
+from .connection import duckdb_config, spill_folder, sqlite_extension_path
 from .files import check_file, is_sqlite
 
-# DuckDB's own memory (tables, joins, sorts) stays under this; past it, it spills to disk. The parts
-# ingest.py has in flight and the interpreter come on top (docs/benchmarks.md has the peak RSS). 160 MB
-# for up to 2 threads: measured on the scaled exports (1x/2x/4x, two runs each), as fast as 200 MB
-# (4.0-4.2 / 8.0-8.2 / 17.5-17.7 s against 4.0-4.9 / 7.8-8.7 / 17.1-17.6 s) with a peak RSS of 415-471 MB
-# against 449-554 MB; 128 MB was slower at 4x (18.3-19.7 s). Each thread beyond needs its own share: at
-# 160 MB the 1x export ran out of memory from 6 threads on, the 4x from 4 (it needed 161-192 MB at 4
-# threads, 201-240 at 8, over 320 at 16); PER_THREAD gives about 1.3-1.5x what was needed.
-BASE_THREADS, BASE_MB, PER_THREAD_MB = 2, 160, 40
-
-
-def memory_limit(threads: int | None = None) -> str:
-    """NSYSH2D_MEMORY_LIMIT as given, else the default for this many threads (this process's, from cpus.py)."""
-    import re
-
-    value = os.environ.get("NSYSH2D_MEMORY_LIMIT")
-    if value is None:
-        if threads is None:
-            from ..cpus import analysis_threads
-            threads = analysis_threads()
-        return f"{BASE_MB + PER_THREAD_MB * max(0, threads - BASE_THREADS)}MB"
-    if not re.fullmatch(r"\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*", value, re.I):
-        raise BadInput(f"bad NSYSH2D_MEMORY_LIMIT={value!r}: a size such as 200MB or 2GiB")
-    return value
-
-
-def _spill_folder() -> str:
-    """A new folder, 0700, for this run's DuckDB spill files: in the user's cache, or in $TMPDIR when the
-    cache cannot be written. Never a shared folder itself, where a link planted under DuckDB's file names
-    would have its target overwritten (docs/security.md)."""
-    import tempfile
-
-    from ..cache import cache_dir
-
-    try:
-        base = cache_dir("spill")
-    except (OSError, NsysH2DError):   # an unwritable or refused cache: a new folder in $TMPDIR is as safe
-        base = None
-    return tempfile.mkdtemp(prefix="run-", dir=base)
-
-
-def _duckdb_config(threads: int, spill: str) -> dict:
-    """Bounded memory: past the limit DuckDB spills to `spill`, not RAM. `threads` set always: DuckDB's own
-    default counts the host's CPUs, not those this process may use (cpus.py)."""
-    # Arrow tables (ingest.py) give the planner no row counts; it then takes a join of millions of
-    # rows for a tiny one and picks a nested loop, quadratic (17 s instead of 0.1 s on 100 k calls).
-    return {"memory_limit": memory_limit(threads), "temp_directory": str(spill), "threads": threads,
-            "preserve_insertion_order": False, "asof_loop_join_threshold": 0,
-            "nested_loop_join_threshold": 0, "disabled_optimizers": "build_side_probe_side"}
-
-
-def _sqlite_extension_path() -> str:
-    try:
-        import duckdb_extension_sqlite_scanner as ext
-    except ImportError:
-        raise NsysH2DError("the DuckDB sqlite scanner is missing: pip install "
-                           f"'duckdb-extension-sqlite-scanner=={duckdb.__version__}'", EXIT_EXPORT_FAILED) from None
-    base = Path(ext.__file__).parent / "extensions"
-    hits = sorted(base.glob(f"v{duckdb.__version__}/sqlite_scanner.duckdb_extension"))
-    if not hits:
-        raise NsysH2DError(f"the installed sqlite scanner does not match DuckDB {duckdb.__version__}; "
-                           "reinstall nsysh2d", EXIT_EXPORT_FAILED)
-    return str(hits[0])
-
+PART_ROWS = 250_000  # copy calls per part added to the store: bounds the memory of what is in flight
 
 @dataclass
 class Trace:
@@ -96,6 +36,7 @@ class Trace:
     source: str = ""   # what the user named: the .nsys-rep when `path` is its export in the cache
     spill: str | None = None   # this run's own spill folder (removed on close)
     own_export: str | None = None   # the folder of a --no-cache export of a .nsys-rep (removed on close)
+    format: str = "nsys-sqlite"   # which adapter filled n.*: nsys-sqlite or kineto (docs/architecture.md)
 
     @classmethod
     def open(cls, path: str, nsys: str | None = None, threads: int | None = None, use_cache: bool = True) -> "Trace":
@@ -103,6 +44,8 @@ class Trace:
         source = path = str(path)
         note = None
         own_export = None
+        if os.path.isfile(path) and not is_sqlite(path) and kineto_json.sniff(path):
+            return cls._open_kineto(path, threads)
         if path.endswith((".nsys-rep", ".qdrep")):
             from .export import sqlite_for_report
             path = sqlite_for_report(path, nsys, keep=use_cache)
@@ -142,7 +85,7 @@ class Trace:
         # The extension is the pinned PyPI package's own file, loaded by its path inside site-packages:
         # checking its signature hashes all 34 MB of it in every process (45 ms of each cold run), so
         # the check is off for this one LOAD and back on before anything else runs on the connection.
-        spill = _spill_folder()
+        spill = spill_folder()
         try:
             return cls._connect(p, path, source, threads, spill)
         except BaseException:
@@ -151,12 +94,12 @@ class Trace:
 
     @classmethod
     def _connect(cls, p: Path, path: str, source: str, threads: int, spill: str) -> "Trace":
-        config = _duckdb_config(threads, spill)
+        config = duckdb_config(threads, spill)
         if os.environ.get("NSYSH2D_TIMING"):
             # one write: the workers of `analyze -j N` share the stderr, and print() writes in pieces
             os.write(2, f"nsysh2d: threads {threads}, DuckDB memory limit {config['memory_limit']}\n".encode())
         con = duckdb.connect(":memory:", config={**config, "allow_unsigned_extensions": True})
-        con.execute(f"LOAD '{_sqlite_extension_path()}'")
+        con.execute(f"LOAD '{sqlite_extension_path()}'")
         con.execute("SET allow_unsigned_extensions = false")
         try:
             con.execute(f"ATTACH {_sql_string(str(p))} AS src (TYPE sqlite, READ_ONLY)")
@@ -177,6 +120,72 @@ class Trace:
         schema.build_views(con, tr.path, tables, tr.warnings, _sqlite_views(str(p)), tr.inconsistencies)
         tr.meta = schema.read_meta(con)
         return tr
+
+    @classmethod
+    def _open_kineto(cls, path: str, threads: int | None) -> "Trace":
+        """A Kineto (torch.profiler) trace: read whole into DuckDB tables (kineto.py), no SQLite attached."""
+        if threads is None:
+            from ..cpus import analysis_threads
+            threads = analysis_threads()
+        spill = spill_folder()
+        con = None
+        try:
+            con = duckdb.connect(":memory:", config=duckdb_config(threads, spill))
+            tr = cls(path, con, {}, threads=threads, source=path, spill=spill, format="kineto")
+            tr.meta = kineto.load(con, path, tr.warnings)
+            return tr
+        except BaseException:
+            if con is not None:
+                con.close()
+            shutil.rmtree(spill, ignore_errors=True)
+            raise
+
+    # ------------------------------------------------------------------ what the model asks of an input
+    def copy_calls(self):
+        """The copy API calls' runtime rows, as Arrow parts (a context manager), reading from now on."""
+        if self.format == "kineto":
+            return kineto.copy_calls(self.con)
+        return ingest.Parts(self, ingest.Read(
+            "runtime", sql.condition("source/sqlite_copy_calls"),
+            ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
+            {"event_class": "INTEGER", "name_id": "INTEGER"},
+            # About one runtime row in ten is an async memcpy in the exports measured: parts of 10x the rows.
+            part_rows=10 * PART_ROWS))
+
+    def gpu_work(self):
+        """Kernels, memsets and graph replays overlapping the spans of table work_spans, as one Arrow table
+        (device_id, stream_id: int32; start, end). nsys: the span condition runs inside SQLite, so the full
+        scan stays in its C loop and only the matching rows cross into DuckDB (5 M kernel rows: ~0.3 s,
+        against ~1 s through DuckDB's scanner, which converts every row first)."""
+        import pyarrow as pa
+
+        if self.format == "kineto":
+            return kineto.gpu_work(self.con)
+        spans = self.con.execute("SELECT lo, hi FROM work_spans").fetchall()
+        where = ingest.spans_condition([(int(lo), int(hi)) for lo, hi in spans])
+        cols = ["device_id", "stream_id", "start", "end"]
+        parts = []
+        for view in ("kernel", "memset", "graph"):
+            with ingest.Parts(self, ingest.Read(view, where, cols, {"device_id": "INTEGER", "stream_id": "INTEGER"})) as read:
+                parts.extend(read)
+        schema = pa.schema([("device_id", pa.int32()), ("stream_id", pa.int32()), ("start", pa.int64()),
+                            ("end", pa.int64())])
+        return pa.concat_tables(parts) if parts else schema.empty_table()
+
+    def python_stacks(self, marks: list[tuple]) -> tuple[list[tuple], dict]:
+        """([(global_pid, correlation_id, stack key)], {key: [(function, file, line)], innermost first}) of the
+        copy calls. nsys: the decoded Python-backtrace payloads of `marks` (model/python_marks.sql rows)."""
+        if self.format == "kineto":
+            return kineto.python_stacks(self.con)
+        from .python_backtrace import decode_python_frames
+        blobs = self.nvtx_blobs(sorted({m[4] for m in marks})) if marks else {}
+        decoded = {blob: decode_python_frames(blob) for blob in set(blobs.values())}
+        ids = sorted({i for fr in decoded.values() for f in fr for i in (f[0], f[1])})
+        strings = dict(sql.run(self.con, "source/strings_by_id", {"ids": ids}).fetchall()) if ids else {}
+        frames = {blob: [(html.unescape(strings.get(a, "?")), html.unescape(strings.get(b, "?")), ln)
+                         for a, b, ln in fr] for blob, fr in decoded.items()}
+        calls = [(p, c, blobs[(t, st)]) for p, c, t, st, _d in marks if (t, st) in blobs]
+        return calls, frames
 
     def source_columns(self, view: str) -> tuple[str | None, dict[str, str | None]]:
         return schema.source_columns(self.tables, view)

@@ -1,7 +1,8 @@
 -- attrib: call site, true source class, evidence and fix (table `attrib`) for each distinct
 -- (native stack, Python site, kind) among the calls; copies_x joins it to every call. Inputs from
 -- attribution.py: native_sites (per callchain: site, copy_kernels = frames of
--- at::native::copy_kernel_cuda), py_site_names (per py_site_id: site, site_line) and fixes (per
+-- at::native::copy_kernel_cuda, or Kineto's aten::copy_ ops around the call: copy_frame says which),
+-- py_site_names (per py_site_id: site, site_line) and fixes (per
 -- framework, direction and class);
 -- calls_k and kind_labels from labels.sql. No parameters.
 -- The class is the host buffer's: the source of an h2d copy, the destination of a d2h one. A strided
@@ -16,6 +17,10 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM py_site_names)
               OR EXISTS (SELECT 1 FROM n.strings WHERE value LIKE '%at::native::%' OR value LIKE '%c10::%'
                          OR value LIKE 'THPVariable%' OR value LIKE '%at::cuda::%')
             THEN 'torch' ELSE 'cuda' END AS name;
+-- What the stacks are: nsys's native backtraces, or the CPU ops a Kineto trace holds around each call.
+CREATE TEMP TABLE stack_name AS
+SELECT CASE WHEN EXISTS (SELECT 1 FROM n.meta_export WHERE name = 'format' AND value = 'kineto')
+            THEN 'CPU op stack' ELSE 'native stack' END AS name;
 
 CREATE TEMP TABLE attrib AS
 WITH keys AS (
@@ -25,7 +30,7 @@ c AS (
     SELECT k.*, kl.direction, kl.src_kind_name AS src, kl.dst_kind_name AS dst,
            CASE kl.direction WHEN 'h2d' THEN kl.src_kind_name WHEN 'd2h' THEN kl.dst_kind_name END AS host,
            CASE kl.direction WHEN 'd2h' THEN 'dst' ELSE 'src' END AS side,
-           ns.callchain_id IS NOT NULL AS has_native, ns.copy_kernels, ns.site AS native_site,
+           ns.callchain_id IS NOT NULL AS has_native, ns.copy_kernels, ns.copy_frame, ns.site AS native_site,
            pn.site AS py_site, pn.site_line
     FROM keys k
     JOIN kind_labels kl ON kl.kind_id = k.kind_id
@@ -54,14 +59,14 @@ a AS (
            CASE WHEN k.py_site IS NOT NULL THEN 'python' WHEN k.native_site IS NOT NULL THEN 'native' END AS site_origin,
            k.source_class,
            CASE WHEN k.source_class = 'pinned_strided'
-                    THEN k.side || 'Kind=Pageable and at::native::copy_kernel_cuda x' || k.copy_kernels ||
-                         ' on the native stack: a strided ' || CASE k.side WHEN 'dst' THEN 'destination' ELSE 'source' END
+                    THEN k.side || 'Kind=Pageable and ' || k.copy_frame || ' x' || k.copy_kernels ||
+                         ' on the ' || (SELECT name FROM stack_name) || ': a strided ' || CASE k.side WHEN 'dst' THEN 'destination' ELSE 'source' END
                          || ' copied through a pageable contiguous temporary'
                 WHEN k.source_class = 'pageable' AND NOT k.has_native
                     THEN k.side || 'Kind=Pageable (no native stack: a strided pinned view cannot be ruled out)'
                 WHEN k.source_class = 'pageable'
-                    THEN k.side || 'Kind=Pageable, at::native::copy_kernel_cuda x' || COALESCE(k.copy_kernels, 0) ||
-                         ' on the native stack (direct copy)'
+                    THEN k.side || 'Kind=Pageable, ' || k.copy_frame || ' x' || COALESCE(k.copy_kernels, 0) ||
+                         ' on the ' || (SELECT name FROM stack_name) || ' (direct copy)'
                 ELSE 'srcKind=' || COALESCE(k.src, 'missing') || ', dstKind=' || COALESCE(k.dst, 'missing') END AS evidence,
            f.fix || CASE
                -- Where to look is half the fix: say how to get it where the trace has no file:line.

@@ -17,9 +17,3 @@ WHERE nv."end" IS NOT NULL AND nv."end" >= nv.start
   AND (NOT EXISTS (SELECT 1 FROM n.event_type_enum)
        OR nv.event_type IN (SELECT id FROM n.event_type_enum
                             WHERE label IN ('NvtxPushPopRange', 'NvtxStartEndRange')));
-
--- nsys packs a thread's ids into globalTid as (pid << 24) + tid (hardware ids above); activity rows carry
--- globalPid: the same with the tid bits zero. Every query takes them apart with these.
-CREATE MACRO global_pid_of(global_tid) AS (global_tid // 16777216) * 16777216;
-CREATE MACRO pid_of(global_tid) AS (global_tid // 16777216) % 16777216;
-CREATE MACRO tid_of(global_tid) AS global_tid % 16777216;

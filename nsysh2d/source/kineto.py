@@ -1,0 +1,208 @@
+"""PyTorch-profiler (Kineto) chrome traces as an input: the second adapter of the source layer.
+
+The events fill the same normalized views `n.*` the nsys adapter builds (queries/source/kineto_views.sql), so
+the model, analyses, gate and outputs do not know which format they read. What maps to what (docs/kineto.md):
+`cuda_runtime`/`cuda_driver` events are the API calls (class 0/1 as nsys), `gpu_memcpy` the copies (kinds from
+the event's name, e.g. `Memcpy HtoD (Pageable -> Device)`), `kernel` and `gpu_memset` the GPU work (graph
+replays arrive as their kernels, as nsys's --cuda-graph-trace=node), `user_annotation` (record_function) the
+ranges NVTX gives, and `python_function` (with_stack=True) the Python frames of each call; the `cpu_op`s around a call (aten::copy_
+inside aten::copy_ for a strided source copied through a temporary) stand where nsys has native backtraces. Times are
+microseconds with a nanosecond fraction: they become integer ns (rounded, so within 1 ns of the trace).
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+from array import array
+from contextlib import contextmanager
+
+from ..errors import BadInput
+from . import kineto_json, sql
+from .schema import TIME_LIMIT
+
+EVENT_CLASS = {"cuda_runtime": 0, "cuda_driver": 1}        # known_enums.sql's ids
+GPU_KIND = {"gpu_memcpy": 0, "gpu_memset": 1, "kernel": 2}
+MEMCPY_NAME = re.compile(r"Memcpy (\w+) \((.+?) -> (.+?)\)")
+PY_FRAME = re.compile(r"(.+)\((\d+)\): (.+)")
+TID_LIMIT = 1 << 24   # nsys's globalTid packs pid and tid in 24 bits each (source/global_tid.sql)
+
+
+class Events:
+    """What the analyses need of each event, kept as typed arrays (8 bytes a value), names as ids."""
+
+    def __init__(self):
+        self.names: dict[str, int] = {}
+        self.runtime = {c: array("q") for c in ("start", "end", "event_class", "global_tid", "correlation_id", "name_id")}
+        self.gpu = {c: array("q") for c in ("kind", "start", "end", "device_id", "stream_id", "correlation_id",
+                                            "bytes", "name_id")}
+        self.ranges = {c: array("q") for c in ("start", "end", "global_tid", "name_id")}
+        self.py = {c: array("q") for c in ("global_tid", "start", "end", "py_id", "parent_id", "name_id")}
+        self.ops = {c: array("q") for c in ("global_tid", "start", "end", "name_id")}
+        self.skipped = 0   # events of a kind we read whose fields are missing or out of range
+
+    def name_id(self, name) -> int:
+        name = str(name)
+        got = self.names.get(name)
+        if got is None:
+            got = self.names[name] = len(self.names)
+        return got
+
+    def __call__(self, ev: dict) -> None:
+        cat = ev.get("cat")
+        if ev.get("ph") != "X" or cat not in _WANTED:
+            return
+        start, dur = _ns(ev.get("ts")), _ns(ev.get("dur"))
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        if start is None or dur is None or dur < 0 or abs(start + dur) > TIME_LIMIT:
+            self.skipped += 1
+            return
+        end = start + dur
+        pid, tid = ev.get("pid"), ev.get("tid")
+        if cat in GPU_KIND:
+            dev, stream, corr = args.get("device", pid), args.get("stream", tid), args.get("correlation")
+            if not all(_int(v) for v in (dev, stream, corr)) or not 0 <= dev < 2 ** 31 or not 0 <= stream < 2 ** 31:
+                self.skipped += 1
+                return
+            nbytes = args.get("bytes")
+            _add(self.gpu, GPU_KIND[cat], start, end, dev, stream, corr, nbytes if _int(nbytes) else -1,
+                 self.name_id(ev.get("name", "")))
+            return
+        if not (_int(pid) and _int(tid) and 0 <= pid < TID_LIMIT and 0 <= tid < TID_LIMIT):
+            self.skipped += 1
+            return
+        gtid = pid * TID_LIMIT + tid
+        if cat in EVENT_CLASS:
+            corr = args.get("correlation")
+            if not _int(corr):
+                self.skipped += 1
+                return
+            _add(self.runtime, start, end, EVENT_CLASS[cat], gtid, corr, self.name_id(ev.get("name", "")))
+        elif cat == "user_annotation":
+            _add(self.ranges, start, end, gtid, self.name_id(ev.get("name", "")))
+        elif cat == "cpu_op":
+            _add(self.ops, gtid, start, end, self.name_id(ev.get("name", "")))
+        else:   # python_function
+            py_id, parent = args.get("Python id"), args.get("Python parent id")
+            if not _int(py_id):
+                self.skipped += 1
+                return
+            _add(self.py, gtid, start, end, py_id, parent if _int(parent) else -1, self.name_id(ev.get("name", "")))
+
+
+_WANTED = {*EVENT_CLASS, *GPU_KIND, "user_annotation", "python_function", "cpu_op"}
+
+
+def _int(v) -> bool:
+    return type(v) is int and -2 ** 63 < v < 2 ** 63
+
+
+def _ns(us):
+    """Microseconds (a JSON number) as integer ns; None when it is not a finite number in range."""
+    if type(us) is int:
+        ns = us * 1000
+    elif type(us) is float and math.isfinite(us):
+        ns = round(us * 1000)
+    else:
+        return None
+    return ns if abs(ns) <= TIME_LIMIT else None
+
+
+def _add(cols: dict, *values) -> None:
+    for col, v in zip(cols.values(), values):
+        col.append(v)
+
+
+def _table(cols: dict, int32=()):
+    import pyarrow as pa
+
+    return pa.table({c: pa.array(v, type=pa.int32() if c in int32 else pa.int64()) for c, v in cols.items()})
+
+
+def load(con, path: str, warnings: list[str]) -> dict:
+    """Read the trace at `path` into the tables k_* of `con` and build the views n.*; returns the metadata."""
+    import pyarrow as pa
+
+    events = Events()
+    meta = kineto_json.read(path, events, _progress(path))
+    if not events.runtime["start"]:
+        raise BadInput(f"{path}: no CUDA runtime events (a Kineto trace captured without ProfilerActivity.CUDA?)")
+    if events.skipped:
+        warnings.append(f"{events.skipped} trace events with missing or out-of-range fields left out")
+    names = pa.table({"id": pa.array(range(len(events.names)), pa.int64()),
+                      "value": pa.array(list(events.names), pa.string())})
+    kinds = [(i, *m.groups()) for n, i in events.names.items() if (m := MEMCPY_NAME.fullmatch(n))]
+    copy_names = pa.table({"name_id": pa.array([k[0] for k in kinds], pa.int64()),
+                           "copy_kind": pa.array([k[1] for k in kinds], pa.string()),
+                           "src_kind": pa.array([k[2] for k in kinds], pa.string()),
+                           "dst_kind": pa.array([k[3] for k in kinds], pa.string())})
+    devices = meta.get("deviceProperties") if isinstance(meta.get("deviceProperties"), list) else []
+    gpus = sorted({str(d.get("name")) for d in devices if isinstance(d, dict) and d.get("name")})
+    info = {"format": "kineto", "schema_version": _text(meta.get("schemaVersion")),
+            "cuda_runtime_version": _text(meta.get("cuda_runtime_version")),
+            "with_stack": _text(meta.get("with_stack"))}
+    frames = {"k_strings": names, "k_copy_names": copy_names, "k_runtime": _table(events.runtime, ("event_class",)),
+              "k_gpu": _table(events.gpu, ("kind", "device_id", "stream_id")), "k_ranges": _table(events.ranges),
+              "k_py": _table(events.py), "k_ops": _table(events.ops),
+              "k_meta": pa.table({"name": list(info), "value": list(info.values())},
+                                 schema=pa.schema([("name", pa.string()), ("value", pa.string())])),
+              "k_gpu_info": pa.table({"name": pa.array(gpus, pa.string())})}
+    del events
+    for name, table in frames.items():
+        con.register(f"{name}_arrow", table)
+        con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow")
+        con.unregister(f"{name}_arrow")
+    sql.run(con, "source/known_enums")
+    sql.run(con, "source/global_tid")
+    sql.run(con, "source/kineto_views")
+    sql.run(con, "source/views")
+    return {"nsys_version": None, "schema_version": info["schema_version"], "gpu": gpus[0] if gpus else None,
+            "python_backtrace": False, "format": "kineto", "python_frames": info["with_stack"] == "1"}
+
+
+def _text(v):
+    return None if v is None else str(v)
+
+
+def _progress(path: str):
+    """Progress on stderr for big files, only when stderr is a terminal."""
+    size = os.path.getsize(path)
+    if size < (256 << 20) or not sys.stderr.isatty():
+        return None
+    step = [0]
+
+    def report(done: int) -> None:
+        if done - step[0] >= (64 << 20) or done >= size:
+            step[0] = done
+            sys.stderr.write(f"\rnsysh2d: reading {os.path.basename(path)}: {100 * done // size}%")
+            sys.stderr.flush()
+            if done >= size:
+                sys.stderr.write("\n")
+
+    return report
+
+
+@contextmanager
+def copy_calls(con):
+    """The runtime rows of the copy calls, as the one part ingest.Parts would hand out for an nsys export."""
+    yield iter([sql.run(con, "source/kineto_copy_calls").to_arrow_table()])
+
+
+def gpu_work(con):
+    """Kernels and memsets overlapping the spans the backlogs need (work_spans), as model/work.sql reads them."""
+    return sql.run(con, "source/kineto_gpu_work").to_arrow_table()
+
+
+def python_stacks(con) -> tuple[list[tuple], dict]:
+    """([(global_pid, correlation_id, stack key)], {stack key: [(function, file, line), innermost first]}) of the
+    copy calls: the python_function events enclosing each call on its thread, then their parents."""
+    rows = sql.run(con, "source/kineto_python_stacks").fetchall()
+    calls, stacks = {}, {}
+    for gpid, corr, key, depth, name in rows:
+        calls[(gpid, corr)] = key
+        m = PY_FRAME.fullmatch(name or "")
+        if m:   # built-in methods and C functions name no file: never the user's frame
+            stacks.setdefault(key, []).append((depth, (m.group(3), m.group(1), int(m.group(2)))))
+    frames = {k: [f for _d, f in sorted(v)] for k, v in stacks.items()}
+    return [(p, c, k) for (p, c), k in calls.items()], frames
