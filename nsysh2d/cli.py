@@ -86,10 +86,10 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
 @no_cache_option
 def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, top, by, jobs,
             no_cache):
-    """Report long-blocking async memcpy calls in nsys exports.
+    """Report long-blocking async memcpy calls in nsys or torch.profiler traces.
 
-    REPORT is an nsys SQLite export (`nsys export --type sqlite`) or a .nsys-rep (exported with the
-    nsys CLI into the cache folder). The file is opened read-only; nothing is written beside it.
+    REPORT: an nsys SQLite export, a .nsys-rep (exported by the nsys CLI), a torch.profiler (Kineto) trace
+    (.json, .json.gz), or a folder of them (one report each). Read-only: nothing is written beside them.
 
     \b
     A call is *long* when its host-side duration (what the CPU thread lost) is at least
@@ -123,7 +123,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
         click.echo(error_line(msg), err=True)
     if errors and not reps and fmt.lower() != "json":  # nothing to show: the error lines say it all (JSON
         return exit_code(errors)                          # still gets its document, with the errors)
-    emit(analyze_output(fmt, reps, errors, by, top, len(reports)), output)
+    emit(analyze_output(fmt, reps, errors, by, top, len(reps) + len(errors)), output)
     return exit_code(errors)
 
 

@@ -43,7 +43,9 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
     """Returns (Reports in input order, errors as (path, message, exit code)). scheduler: a Dask scheduler
     address or `local` (cluster.py) instead of the local process pool."""
     from .analyses.options import REPORT_GROUPS
+    from .source.files import expand_inputs
 
+    paths = expand_inputs(paths)
     groups = REPORT_GROUPS if groups is None else groups
     results: dict[int, object] = {}
     errors: list[tuple[str, str, int]] = []

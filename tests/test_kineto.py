@@ -193,3 +193,23 @@ def test_hostile_event_fields_are_left_out_with_a_warning(cli, tmp_path):
     got = json.loads(cli("analyze", path, "--format", "json", "--no-cache").output)["reports"][0]
     assert any("4 trace events with missing or out-of-range fields" in w for w in got["warnings"])
     assert got["totals"]["calls"] == len(h2d_calls(SWEEP))
+
+
+def test_a_folder_of_rank_files_is_one_report_each(cli, tmp_path):
+    """vLLM's profiler writes one file per rank into a folder: the folder stands for them, in name order, and
+    the gate judges each (here rank 0 blocks, rank 1 does not)."""
+    import shutil
+
+    for rank, src in enumerate((QWEN_BEFORE, QWEN_AFTER)):
+        shutil.copy(src, tmp_path / f"qwen-rank-{rank}.1733.pt.trace.json.gz")
+    (tmp_path / "notes.txt").write_text("not a trace")
+    doc = json.loads(cli("analyze", tmp_path, "--format", "json", "--no-cache", "-j", "2").output)
+    assert [r["path"].rsplit("/", 1)[1] for r in doc["reports"]] == ["qwen-rank-0.1733.pt.trace.json.gz",
+                                                                     "qwen-rank-1.1733.pt.trace.json.gz"]
+    assert [r["totals"]["calls"] for r in doc["reports"]] == [len(h2d_calls(QWEN_BEFORE)), len(h2d_calls(QWEN_AFTER))]
+    r = cli("gate", tmp_path, "--format", "json")
+    assert r.exit_code == 1
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = run_cli("analyze", empty)
+    assert r.returncode == 2 and "is a directory" in r.stderr

@@ -23,7 +23,8 @@ def check_file(path: str) -> Path:
     except OSError as e:
         raise BadInput(f"{path}: cannot read ({e.strerror})") from None
     if stat.S_ISDIR(st.st_mode):
-        raise BadInput(f"{path}: is a directory, not an nsys SQLite export")
+        raise BadInput(f"{path}: is a directory, not a trace (analyze and gate read the traces in a folder: "
+                       "*.sqlite, *.nsys-rep, *.json, *.json.gz)")
     if not stat.S_ISREG(st.st_mode):
         raise BadInput(f"{path}: not a regular file (a pipe or device?); give the export file itself")
     if st.st_size == 0:
@@ -50,6 +51,25 @@ def check_file(path: str) -> Path:
         raise BadInput(f"{path}: not a SQLite export (an nsys report? export it with "
                        "'nsys export --type sqlite' or pass it as .nsys-rep)")
     raise BadInput(f"{path}: not a SQLite file")
+
+
+INPUT_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep", ".json", ".json.gz")
+
+
+def expand_inputs(paths: list[str]) -> list[str]:
+    """A folder stands for the traces in it (not recursive, by name order: one file per rank, as vLLM's
+    profiler writes them); a folder with none stays as it is, so its one error line names it."""
+    import os
+
+    out = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = sorted(os.path.join(path, n) for n in os.listdir(path)
+                           if n.endswith(INPUT_SUFFIXES) and os.path.isfile(os.path.join(path, n)))
+            out.extend(found or [path])
+        else:
+            out.append(path)
+    return out
 
 
 def is_sqlite(path: str) -> bool:

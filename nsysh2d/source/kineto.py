@@ -149,8 +149,10 @@ def load(con, path: str, warnings: list[str]) -> dict:
                                  schema=pa.schema([("name", pa.string()), ("value", pa.string())])),
               "k_gpu_info": pa.table({"name": pa.array(gpus, pa.string())})}
     del events
-    for name, table in frames.items():
-        con.register(f"{name}_arrow", table)
+    # Copied into DuckDB's own (compressed) tables, one at a time, each Arrow table freed after its copy; scans of
+    # registered Arrow tables also refuse DuckDB's join filters (BLOOM_FILTER pushdown, DuckDB 1.5.5).
+    for name in list(frames):
+        con.register(f"{name}_arrow", frames.pop(name))
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow")
         con.unregister(f"{name}_arrow")
     sql.run(con, "source/known_enums")

@@ -18,7 +18,8 @@ WITH calls AS (
 )
 SELECT c.global_tid, c.correlation_id, o.name_id AS symbol,
        row_number() OVER (PARTITION BY c.global_tid, c.correlation_id ORDER BY o.start DESC, o."end", o.name_id) - 1 AS depth
-FROM calls c JOIN k_ops o ON o.global_tid = c.global_tid AND o.start <= c.start AND o."end" >= c."end";
+-- the calls (few) on the right: the hashed side; the ops stream past them
+FROM k_ops o JOIN calls c ON o.global_tid = c.global_tid AND o.start <= c.start AND o."end" >= c."end";
 CREATE TEMP TABLE kineto_chain_ids AS
 SELECT global_tid, correlation_id, row_number() OVER (ORDER BY global_tid, correlation_id) AS callchain_id
 FROM (SELECT DISTINCT global_tid, correlation_id FROM kineto_chains);
