@@ -213,3 +213,51 @@ def test_a_folder_of_rank_files_is_one_report_each(cli, tmp_path):
     empty.mkdir()
     r = run_cli("analyze", empty)
     assert r.returncode == 2 and "is a directory" in r.stderr
+
+
+def test_threshold_on_a_kineto_sweep_equals_the_host_timer(cli):
+    """The payload each layout starts to wait from, behind 10 ms, from the Kineto sweep: the smallest size whose
+    host timer read over 5 ms in every repeat, from the workload's own JSON."""
+    doc = json.loads(cli("threshold", SWEEP, "--format", "json").output)
+    timed = json.loads((KINETO / "h2d-sweep-kineto.json").read_text())["records"]
+    checked = 0
+    for row in doc["thresholds"]:
+        if row["backlog_us"] != 10_000 or row["inflight"] != 1:
+            continue
+        slow = sorted({r["bytes"] for r in timed if (r["variant"], r["backlog_us"], r["inflight"]) ==
+                       (row["variant"], 10_000, 1) and r["host_us"] > 5000})
+        assert row["threshold_bytes"] == (slow[0] if slow else None), row["variant"]
+        checked += 1
+    assert checked == 6
+
+
+def test_train_loop_both_variants_against_the_workload_timer(cli):
+    """train_loop under torch.profiler: 'before' blocks about as long per step as the workload's own timer around
+    its copy read (copy_us_median in train-kineto.txt), 'after' not at all within steps, as the nsys H200 traces say."""
+    timer = dict(re.findall(r"variant=(\w+) .* copy_us_median=(\d+)", (KINETO / "train-kineto.txt").read_text()))
+    per_step = {}
+    for v in ("before", "after"):
+        r = json.loads(cli("analyze", KINETO / f"train-loop-{v}.pt.trace.json.gz", "--format", "json").output)
+        per_step[v] = r["reports"][0]["totals"]["blocking_ns_per_step"]
+        assert r["reports"][0]["steps"]["steps"] == 30
+    assert abs(per_step["before"] / (int(timer["before"]) * 1000) - 1) < 0.1
+    assert per_step["after"] == 0 and int(timer["after"]) < 1000
+    nsys = json.loads(cli("analyze", DATA / "h200" / "train-loop-after.sqlite", "--format", "json").output)
+    assert nsys["reports"][0]["totals"]["blocking_ns_per_step"] == 0
+
+
+def test_api_probe_runtime_copies_equal_the_host_timer_and_driver_copies_are_named(cli):
+    """Kineto records the runtime's copy calls (sync and async) but not the driver's: the runtime ones are long
+    exactly where the probe's timer read ~10 ms, and the driver ones' GPU copies are named in a warning."""
+    timer = {api: [int(x) for x in us.split()] for api, us in
+             re.findall(r"api=(\S+) .* host_us=([\d ]+) median", (KINETO / "api-probe-kineto.txt").read_text())}
+    r = json.loads(cli("analyze", KINETO / "api-probe.pt.trace.json.gz", "--calls", "all", "--by", "api",
+                       "--format", "json").output)["reports"][0]
+    by_api = {row["api"]: row for row in r["by_api"]}
+    runtime_long = sum(1 for api, us in timer.items() if api.startswith(("torch-", "rt-")) for x in us if x > 1000)
+    assert by_api["cudaMemcpy"]["long_calls"] + by_api["cudaMemcpyAsync"]["long_calls"] == runtime_long == 12
+    driver = sum(len(us) for api, us in timer.items() if api.startswith("drv-"))
+    evs = events(KINETO / "api-probe.pt.trace.json.gz")
+    calls = {e["args"]["correlation"] for e in evs if e.get("cat") in ("cuda_runtime", "cuda_driver")}
+    assert sum(1 for e in evs if e.get("cat") == "gpu_memcpy" and e["args"]["correlation"] not in calls) == driver
+    assert any(w.startswith(f"{driver} GPU copies whose API call is not in the Kineto trace") for w in r["warnings"])

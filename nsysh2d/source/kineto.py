@@ -51,7 +51,7 @@ class Events:
 
     def __call__(self, ev: dict) -> None:
         cat = ev.get("cat")
-        if ev.get("ph") != "X" or cat not in _WANTED:
+        if ev.get("ph") != "X" or not isinstance(cat, str) or cat not in _WANTED:
             return
         start, dur = _ns(ev.get("ts")), _ns(ev.get("dur"))
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
@@ -159,6 +159,10 @@ def load(con, path: str, warnings: list[str]) -> dict:
     sql.run(con, "source/global_tid")
     sql.run(con, "source/kineto_views")
     sql.run(con, "source/views")
+    unmatched = sql.run(con, "source/kineto_unmatched").fetchone()[0]
+    if unmatched:
+        warnings.append(f"{unmatched} GPU copies whose API call is not in the Kineto trace (torch.profiler does not "
+                        "record CUDA driver copy calls such as cuMemcpyHtoDAsync_v2; capture with nsys to judge them)")
     return {"nsys_version": None, "schema_version": info["schema_version"], "gpu": gpus[0] if gpus else None,
             "python_backtrace": False, "format": "kineto", "python_frames": info["with_stack"] == "1"}
 
