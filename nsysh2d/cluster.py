@@ -16,15 +16,15 @@ from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
 NO_WORKER_S = float(os.environ.get("NSYSH2D_NO_WORKER_TIMEOUT", "60"))
 
 
-def task(path: str, opts, groups, nsys, use_cache) -> str:
-    """Runs on a worker: the report's JSON, or its error (an NsysH2DError is a result, not a failure), as
-    JSON text: what comes back is plain data, read by json on the client."""
+def task(path: str, opts, groups, nsys, use_cache, analysis: str = "report") -> str:
+    """Runs on a worker: the result's JSON (jobs.ANALYSES), or its error (an NsysH2DError is a result, not a
+    failure), as JSON text: what comes back is plain data, read by json on the client."""
     import json
 
-    from .jobs import report_job
+    from .jobs import ANALYSES, report_job
 
     try:
-        out = {"report": report_job(path, opts, groups, nsys, use_cache).to_json()}
+        out = {"report": ANALYSES[analysis].to_json(report_job(path, opts, groups, nsys, use_cache, analysis))}
     except NsysH2DError as e:
         out = {"error": str(e), "exit_code": e.exit_code}
     return json.dumps(out, default=str)
@@ -63,8 +63,10 @@ def connect(scheduler: str, workers: int | None = None):
 
 def on_cluster(paths: list[str], scheduler: str, done, args, workers: int | None = None) -> None:
     """Maps `task` over the reports; done(i, result) gets each as it finishes (result() returns the Report
-    or raises NsysH2DError)."""
-    from .analyses.h2d_blocking import Report
+    or raises NsysH2DError). args: task's arguments after the path (the analysis last)."""
+    from .jobs import ANALYSES
+
+    from_json = ANALYSES[args[-1] if len(args) > 4 else "report"].from_json
 
     distributed = _distributed()
     client, cluster = connect(scheduler, workers)
@@ -78,7 +80,7 @@ def on_cluster(paths: list[str], scheduler: str, done, args, workers: int | None
             except TimeoutError:
                 finished = set()
             for f in finished:
-                done(index[f.key], lambda f=f: _result(f, paths[index[f.key]], Report))
+                done(index[f.key], lambda f=f: _result(f, paths[index[f.key]], from_json))
             if finished or client.scheduler_info().get("workers"):
                 idle_since = None
             elif idle_since is None:
@@ -93,7 +95,7 @@ def on_cluster(paths: list[str], scheduler: str, done, args, workers: int | None
             cluster.close()
 
 
-def _result(future, path, Report):
+def _result(future, path, from_json):
     import json
 
     try:
@@ -104,7 +106,7 @@ def _result(future, path, Report):
     try:
         if "error" in out:
             raise NsysH2DError(str(out["error"]), int(out["exit_code"]))
-        return Report.from_json(out["report"])
+        return from_json(out["report"])
     except (KeyError, TypeError, ValueError, AttributeError):
         raise NsysH2DError(f"{path}: the Dask cluster's result is not a report", EXIT_INTERNAL) from None
 

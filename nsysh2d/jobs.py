@@ -1,6 +1,7 @@
-"""One job: the Report of one input, from the cache of finished reports or computed. run.py maps it over
-many inputs (process pool), cluster.py over a Dask cluster, the nsys recipe over its own executors; none
-of them imports the others.
+"""One job: one analysis of one input, from the cache of finished results or computed. An analysis is an
+entry of ANALYSES (how to compute it, and its JSON both ways: the cache entry and what a Dask worker sends
+back). run.py maps jobs over many inputs (process pool), cluster.py over a Dask cluster, the nsys recipe over
+its own executors; none of them imports the others. Every analysis so gets the cache, -j and --scheduler.
 
 The cache is keyed by the export's real path, size, mtime, inode and ctime, the nsysh2d version, the
 SQL shipped and the options, so a changed export or a new release is never served stale. Entries are
@@ -13,6 +14,8 @@ import hashlib
 import hmac
 import json
 import os
+from dataclasses import dataclass
+from typing import Callable
 
 from . import __version__
 from .cache import atomic_write, cache_dir, cache_root, check_private, entry_digest, file_key
@@ -28,52 +31,28 @@ def _sql_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def entry_path(path: str, opts, groups) -> str:
-    salt = json.dumps([__version__, _sql_digest(), vars(opts), list(groups)], sort_keys=True, default=str)
+def entry_path(path: str, opts, groups, analysis: str = "report") -> str:
+    salt = json.dumps([__version__, _sql_digest(), analysis, vars(opts) if opts is not None else None,
+                       list(groups or ())], sort_keys=True, default=str)
     return str(cache_root() / "reports" / f"{file_key(path, salt)}.json")   # cache_dir() when written
 
 
-def cached_report(path: str, opts, groups, use_cache=True, compute=None):
-    """The Report of one export: from the cache when an entry of the same shape is there, else computed
-    (and stored)."""
+@dataclass(frozen=True)
+class Analysis:
+    compute: Callable      # (path, opts, groups, nsys, use_cache) -> result
+    to_json: Callable      # result -> dict
+    from_json: Callable    # dict -> result; raises KeyError/TypeError/ValueError/AttributeError on another shape
+
+
+def _report_from_json(d: dict):
     from .analyses.h2d_blocking import Report
 
-    if not use_cache or path.endswith((".nsys-rep", ".qdrep")) or not os.path.isfile(path):
-        return compute()
-    check_private(cache_root())
-    entry = entry_path(path, opts, groups)
-    try:
-        with open(entry, encoding="utf-8") as f:
-            stored = json.load(f)
-        # Served only if this cache wrote it: an entry edited, truncated, of another shape or made without the
-        # cache's key is recomputed.
-        if not hmac.compare_digest(str(stored["hmac"]), entry_digest(stored["report"])):
-            raise ValueError("cache entry altered")
-        rep = Report.from_json(stored["report"])
-        rep.path = path
-        return rep
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        pass
-    rep = compute()
-    try:
-        cache_dir("reports")
-        payload = json.loads(json.dumps(rep.to_json(), default=str))
-        atomic_write(entry, json.dumps({"hmac": entry_digest(payload), "report": payload}))
-    except OSError:
-        pass  # an unwritable cache folder only costs speed
-    return rep
-
-
-def report_job(path: str, opts, groups, nsys, use_cache):
-    # A cache hit never loads DuckDB or polars: the warm path stays near process start-up time.
-    return cached_report(path, opts, groups, use_cache=use_cache,
-                         compute=lambda: _compute(path, opts, groups, nsys, use_cache))
+    return Report.from_json(d)
 
 
 def _compute(path, opts, groups, nsys, use_cache=True):
     from .analyses.h2d_blocking import analyze
     from .model import CopyModel
-
     from .source.files import damage_is_bad_input
 
     with damage_is_bad_input(path):
@@ -82,3 +61,64 @@ def _compute(path, opts, groups, nsys, use_cache=True):
             return analyze(model, opts, groups)
         finally:
             model.close()
+
+
+def _api_summary(path, _opts, _groups, nsys, use_cache=True):
+    from .analyses.api_summary import api_summary
+
+    return api_summary(path, nsys, use_cache=use_cache)
+
+
+def _summary_from_json(d: dict) -> dict:
+    if not isinstance(d.get("path"), str) or not all(isinstance(r, dict) for r in d["rows"]):
+        raise TypeError("not an api-summary")
+    return d
+
+
+ANALYSES = {
+    "report": Analysis(_compute, lambda rep: rep.to_json(), _report_from_json),
+    "api-summary": Analysis(_api_summary, lambda d: d, _summary_from_json),
+}
+
+
+def _set_path(result, path: str):
+    if isinstance(result, dict):
+        result["path"] = path
+    else:
+        result.path = path
+    return result
+
+
+def cached(path: str, analysis: str, opts, groups, use_cache, compute):
+    """The result of one analysis of one export: from the cache when an entry of the same shape is there, else
+    computed (and stored)."""
+    kind = ANALYSES[analysis]
+    if not use_cache or path.endswith((".nsys-rep", ".qdrep")) or not os.path.isfile(path):
+        return compute()
+    check_private(cache_root())
+    entry = entry_path(path, opts, groups, analysis)
+    try:
+        with open(entry, encoding="utf-8") as f:
+            stored = json.load(f)
+        # Served only if this cache wrote it: an entry edited, truncated, of another shape or made without the
+        # cache's key is recomputed.
+        if not hmac.compare_digest(str(stored["hmac"]), entry_digest(stored["report"])):
+            raise ValueError("cache entry altered")
+        return _set_path(kind.from_json(stored["report"]), path)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    result = compute()
+    try:
+        cache_dir("reports")
+        payload = json.loads(json.dumps(kind.to_json(result), default=str))
+        atomic_write(entry, json.dumps({"hmac": entry_digest(payload), "report": payload}))
+    except OSError:
+        pass  # an unwritable cache folder only costs speed
+    return result
+
+
+def report_job(path: str, opts, groups, nsys, use_cache, analysis: str = "report"):
+    """One job (the name is older than ANALYSES: the Report is the default analysis). A cache hit never loads
+    DuckDB or polars: the warm path stays near process start-up time."""
+    return cached(path, analysis, opts, groups, use_cache,
+                  compute=lambda: ANALYSES[analysis].compute(path, opts, groups, nsys, use_cache))

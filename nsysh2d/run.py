@@ -39,9 +39,11 @@ def _in_pool(paths, jobs, done, args) -> None:
 
 
 def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, nsys: str | None = None,
-                 use_cache: bool = True, progress: bool | None = None, scheduler: str | None = None):
-    """Returns (Reports in input order, errors as (path, message, exit code)). scheduler: a Dask scheduler
-    address or `local` (cluster.py) instead of the local process pool."""
+                 use_cache: bool = True, progress: bool | None = None, scheduler: str | None = None,
+                 analysis: str = "report"):
+    """Returns (results in input order, errors as (path, message, exit code)). scheduler: a Dask scheduler
+    address or `local` (cluster.py) instead of the local process pool. analysis: an entry of jobs.ANALYSES
+    (the Report by default; opts and groups are its options)."""
     from .analyses.options import REPORT_GROUPS
     from .source.files import expand_inputs
 
@@ -76,12 +78,13 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
     try:
         if scheduler:
             from .cluster import on_cluster
-            on_cluster(paths, scheduler, done, (opts, groups, nsys, use_cache), workers=jobs if jobs > 1 else None)
+            on_cluster(paths, scheduler, done, (opts, groups, nsys, use_cache, analysis),
+                       workers=jobs if jobs > 1 else None)
         elif jobs == 1:
             for i, p in enumerate(paths):
-                done(i, lambda p=p: report_job(p, opts, groups, nsys, use_cache))
+                done(i, lambda p=p: report_job(p, opts, groups, nsys, use_cache, analysis))
         else:
-            _in_pool(paths, jobs, done, (opts, groups, nsys, use_cache))
+            _in_pool(paths, jobs, done, (opts, groups, nsys, use_cache, analysis))
     finally:
         if bar:
             bar.stop()

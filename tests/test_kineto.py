@@ -261,3 +261,18 @@ def test_api_probe_runtime_copies_equal_the_host_timer_and_driver_copies_are_nam
     calls = {e["args"]["correlation"] for e in evs if e.get("cat") in ("cuda_runtime", "cuda_driver")}
     assert sum(1 for e in evs if e.get("cat") == "gpu_memcpy" and e["args"]["correlation"] not in calls) == driver
     assert any(w.startswith(f"{driver} GPU copies whose API call is not in the Kineto trace") for w in r["warnings"])
+
+
+def test_api_summary_is_a_job_like_analyze(cli, tmp_path):
+    """api-summary runs through the same job runner as analyze (issue 36): a folder, -j 2, and the cache, with
+    the same figures each way; a JSON file in the folder that is no trace is not taken for one."""
+    import shutil
+
+    for src in (QWEN_BEFORE, KINETO / "api-probe.pt.trace.json.gz"):
+        shutil.copy(src, tmp_path / src.name)
+    (tmp_path / "host-timer.json").write_text('{"records": []}')
+    one = [json.loads(cli("api-summary", tmp_path / name, "--format", "json", "--no-cache").output)["api_summary"][0]
+           for name in sorted(p.name for p in tmp_path.glob("*.gz"))]
+    cold = json.loads(cli("api-summary", tmp_path, "-j", "2", "--format", "json").output)
+    warm = json.loads(cli("api-summary", tmp_path, "--format", "json").output)
+    assert "errors" not in cold and cold["api_summary"] == warm["api_summary"] == one

@@ -9,12 +9,12 @@ pyarrow import (0.1 s of start-up)."""
 from __future__ import annotations
 
 
-def api_summary(path: str, nsys: str | None = None) -> dict:
+def api_summary(path: str, nsys: str | None = None, use_cache: bool = True) -> dict:
     """{"path", "rows": [{time_pct, total_ns, calls, avg_ns, median_ns, min_ns, max_ns, stddev_ns, name,
     name_id}]}, longest total first."""
     from ..source import Trace
 
-    trace = Trace.open(path, nsys=nsys)
+    trace = Trace.open(path, nsys=nsys, use_cache=use_cache)
     try:
         read_durations(trace)
         return {"path": trace.source or trace.path, "rows": trace.rows("analyses/api_summary")}

@@ -58,14 +58,20 @@ INPUT_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep", ".json", ".json.gz")
 
 def expand_inputs(paths: list[str]) -> list[str]:
     """A folder stands for the traces in it (not recursive, by name order: one file per rank, as vLLM's
-    profiler writes them); a folder with none stays as it is, so its one error line names it."""
+    profiler writes them; a JSON file that names no traceEvents is not one); a folder with none stays as it
+    is, so its one error line names it."""
     import os
+
+    from .kineto_json import names_trace_events
+
+    def is_trace(file: str) -> bool:
+        return os.path.isfile(file) and (not file.endswith((".json", ".json.gz")) or names_trace_events(file))
 
     out = []
     for path in paths:
         if os.path.isdir(path):
             found = sorted(os.path.join(path, n) for n in os.listdir(path)
-                           if n.endswith(INPUT_SUFFIXES) and os.path.isfile(os.path.join(path, n)))
+                           if n.endswith(INPUT_SUFFIXES) and is_trace(os.path.join(path, n)))
             out.extend(found or [path])
         else:
             out.append(path)

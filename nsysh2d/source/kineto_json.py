@@ -18,21 +18,29 @@ from ..errors import BadInput
 
 CHUNK = 1 << 22   # 4 MiB of text per read
 GZIP_MAGIC = b"\x1f\x8b"
-_NON_BLANK = re.compile(r"[^ \t\r\n]")
+_NON_BLANK = re.compile(r"[^ \t\r\n\ufeff]")   # a BOM reads as blank
 
 
-def sniff(path: str) -> bool:
-    """Is this (by content, not by name) a JSON object, plain or gzip-compressed: a Kineto trace or meant as one
-    (read() then says what is missing)? SQLite exports and nsys reports never start with '{'."""
+def names_trace_events(path: str) -> bool:
+    """Does the file's first MiB name traceEvents (a folder's JSON files that do not are not traces)?"""
+    return b'"traceEvents"' in _head(path)
+
+
+def _head(path: str) -> bytes:
     try:
         with open(path, "rb") as f:
             head = f.read(2)
             f.seek(0)
             raw = gzip.GzipFile(fileobj=f) if head == GZIP_MAGIC else f
-            text = raw.read(1 << 20)
+            return raw.read(1 << 20)
     except (OSError, EOFError, zlib.error):
-        return False
-    stripped = text.lstrip(b" \t\r\n\xef\xbb\xbf")
+        return b""
+
+
+def sniff(path: str) -> bool:
+    """Is this (by content, not by name) a JSON object, plain or gzip-compressed: a Kineto trace or meant as one
+    (read() then says what is missing)? SQLite exports and nsys reports never start with '{'."""
+    stripped = _head(path)[:4096].lstrip(b" \t\r\n\xef\xbb\xbf")
     return stripped.startswith(b"{")
 
 
