@@ -14,16 +14,17 @@ from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
 from .cli_check import check   # commands of their own modules: cli.py stays small
 from .cli_summary import api_summary
 from .cli_tools import cache_clear, recipe_path
-from .cli_kit import (REPORT_FORMATS, Group, calls_option, direction_option, duration, emit, error_line, exit_code,
-                      no_cache_option, profile_options, report_options, scheduler_option, show_version, terminal)
+from .cli_kit import (REPORT_FORMATS, VERSION_HELP, Group, calls_option, direction_option, duration, emit, error_line,
+                      exit_code, no_cache_option, note, profile_options, quiet_option, report_options,
+                      scheduler_option, show_version, terminal)
 from .config import scheduler_setting
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=show_version,
-              help="Show nsysh2d's version, the Python, DuckDB and nsys it uses, and exit.")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=show_version, help=VERSION_HELP)
+@quiet_option
 def main():
-    """Find, explain and gate long-blocking host-to-device copies in Nsight Systems traces.
+    """Find, explain and gate long-blocking host-to-device copies in nsys and torch.profiler traces.
 
     A `non_blocking=True` copy from pageable memory (or a strided view of pinned memory) makes
     cudaMemcpyAsync block the CPU thread until the GPU work already queued on the stream drains.
@@ -42,10 +43,8 @@ def main():
     """
 
 
-main.add_command(check)
-main.add_command(api_summary)
-main.add_command(cache_clear)
-main.add_command(recipe_path)
+for command in (check, api_summary, cache_clear, recipe_path):
+    main.add_command(command)
 
 
 # ----------------------------------------------------------------------------------------- profile
@@ -72,7 +71,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
                            no_variants=no_variants, nsys_path=nsys_path, trace=trace, cudabacktrace=cudabacktrace,
                            sample=sample, python_backtrace=python_backtrace, nsys_args=nsys_args,
                            export_args=export_args, importer_lib=importer_lib, python_exe=python_exe,
-                           dry_run=dry_run, echo=click.echo, kineto=kineto)
+                           dry_run=dry_run, echo=note, kineto=kineto)
 
 
 @main.command()
@@ -290,7 +289,7 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
     result = threshold_report(sweep, nsys=nsys_path)
     if plot_path:
         save_threshold_plot(result.series, plot_path, title=sweep)
-        click.echo(f"wrote {terminal(plot_path)}", err=True)   # stderr: stdout stays the report
+        note(f"wrote {terminal(plot_path)}", err=True)   # stderr: stdout stays the report
     emit(threshold_output(fmt, result), output)
     return 0
 

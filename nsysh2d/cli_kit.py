@@ -127,6 +127,29 @@ class Group(click.Group):
                   "please report it)", EXIT_INTERNAL)
 
 
+VERSION_HELP = "Show nsysh2d's version, the Python, DuckDB and nsys it uses, and exit."
+
+
+def _set_quiet(_ctx, _param, value) -> None:
+    if value:   # read where progress and notes are written (run.py, kineto.py, profile): subprocesses inherit it
+        os.environ["NSYSH2D_QUIET"] = "1"
+
+
+quiet_option = click.option("-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet,
+                            help="No progress and no notes on stderr (errors still say why); before the command: "
+                                 "nsysh2d -q analyze ...")
+
+
+def quiet() -> bool:
+    return os.environ.get("NSYSH2D_QUIET", "") not in ("", "0")
+
+
+def note(message: str, err: bool = False) -> None:
+    """click.echo, but what goes to stderr (notes, progress lines) is left out with --quiet."""
+    if not (err and quiet()):
+        click.echo(message, err=err)
+
+
 def show_version(ctx, _param, value) -> None:
     """--version: nsysh2d, and what it runs with (read without importing DuckDB), and the nsys it would use."""
     if not value or ctx.resilient_parsing:

@@ -2,6 +2,7 @@
 --scheduler), each report a job of jobs.py."""
 from __future__ import annotations
 
+import os
 import sys
 
 from .errors import NsysH2DError
@@ -56,7 +57,7 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
         jobs = usable_cpus()
     jobs = max(1, min(jobs, len(paths)))
     if progress is None:
-        progress = sys.stderr.isatty() and len(paths) > 1
+        progress = sys.stderr.isatty() and len(paths) > 1 and not os.environ.get("NSYSH2D_QUIET")
     bar = task = None
     if progress:
         from rich.console import Console

@@ -145,7 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     ns = ap.parse_args(argv)
     args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
     status = capture(ns.script, args, ns.output, with_stack=not ns.no_stack)
-    print(f"nsysh2d: wrote {ns.output}", file=sys.stderr)
+    if not os.environ.get("NSYSH2D_QUIET"):
+        print(f"nsysh2d: wrote {ns.output}", file=sys.stderr)
     return status
 
 

@@ -276,3 +276,14 @@ def test_api_summary_is_a_job_like_analyze(cli, tmp_path):
     cold = json.loads(cli("api-summary", tmp_path, "-j", "2", "--format", "json").output)
     warm = json.loads(cli("api-summary", tmp_path, "--format", "json").output)
     assert "errors" not in cold and cold["api_summary"] == warm["api_summary"] == one
+
+
+def test_quiet_leaves_out_notes_not_errors(tmp_path):
+    """-q: nothing on stderr but errors (profile's notes and the capture's 'wrote' line are gone)."""
+    script = tmp_path / "w.py"
+    script.write_text("print('ok')\n")
+    r = run_cli("-q", "profile", "--kineto", "--no-variants", "-o", tmp_path / "out", script)
+    assert r.returncode == 0 and "capturing" not in r.stderr and "wrote" not in r.stderr, r.stderr
+    assert "wrote" in r.stdout
+    r = run_cli("-q", "analyze", tmp_path / "missing.sqlite")
+    assert r.returncode == 2 and "no such file" in r.stderr

@@ -174,7 +174,7 @@ def _text(v):
 def _progress(path: str):
     """Progress on stderr for big files, only when stderr is a terminal."""
     size = os.path.getsize(path)
-    if size < (256 << 20) or not sys.stderr.isatty():
+    if size < (256 << 20) or not sys.stderr.isatty() or os.environ.get("NSYSH2D_QUIET"):
         return None
     step = [0]
 
