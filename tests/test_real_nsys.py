@@ -33,7 +33,23 @@ def test_profile_and_analyze_with_real_nsys(tmp_path, real_nsys):
     r = run_cli("analyze", out / "cpu.nsys-rep", env=env)
     assert r.returncode == 2 and "no CUDA API trace" in r.stderr and "--trace=cuda" in r.stderr
     assert listing(out) == files
-    assert list((tmp_path / "cache" / "exports").glob("*.sqlite"))
+    exports = list((tmp_path / "cache" / "exports").glob("*.sqlite"))
+    assert exports
+    # Only the tables the analyses read were exported (nsys export --tables; issue 38), while the
+    # profile's own export beside the report has them all.
+    import sqlite3
+
+    from nsysh2d.source.schema import VIEWS
+
+    wanted = {t for tables, _o, _c in VIEWS.values() for t in ([tables] if isinstance(tables, str) else tables)}
+    def tables(p):
+        con = sqlite3.connect(p)
+        try:
+            return {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            con.close()
+    assert "StringIds" in tables(exports[0]) <= wanted
+    assert len(tables(out / "cpu.sqlite")) > len(tables(exports[0]))
     # A workload that fails under real nsys: exit 4 and the partial capture named.
     r = run_cli("profile", "-o", out, "--name", "bad", "--trace", "osrt", "--cudabacktrace", "none",
                 "--sample", "none", "--", sys.executable, "-c", "import sys; sys.exit(7)", env=env)

@@ -11,6 +11,7 @@ import tempfile
 from ..cache import cache_dir, cache_root, check_private, file_key, seal, sealed
 from ..errors import EXIT_EXPORT_FAILED, EXIT_NSYS_MISSING, BadInput, NsysH2DError
 from ..nsys import export_command, find_nsys
+from . import schema
 
 
 def sqlite_for_report(path: str, nsys: str | None = None, keep: bool = True) -> str:
@@ -33,6 +34,15 @@ def sqlite_for_report(path: str, nsys: str | None = None, keep: bool = True) -> 
         shutil.rmtree(tmpdir, ignore_errors=True)
 
 
+def tables_option() -> str:
+    """--tables for nsys export: only the tables schema.VIEWS reads (anchored, case-insensitive POSIX regexes).
+    Issue 38 measured one table exporting in 0.21 s where all took 3.9 s; the analyses read nothing else."""
+    names = []
+    for tables, _option, _cols in schema.VIEWS.values():
+        names.extend([tables] if isinstance(tables, str) else tables)
+    return "--tables=" + ",".join(f"^{n}$" for n in names)
+
+
 def _export(path: str, nsys: str | None, tmpdir: str, target) -> str:
     """nsys export into tmpdir; moved to target (atomic: concurrent exports of one report end with one
     complete file) and sealed there, or left in tmpdir when target is None (tmpdir removed on failure)."""
@@ -44,7 +54,10 @@ def _export(path: str, nsys: str | None, tmpdir: str, target) -> str:
             raise NsysH2DError(f"{path}: reading a .nsys-rep needs the nsys CLI to export it ({e}); or export it "
                                "yourself with 'nsys export --type sqlite' and pass the .sqlite",
                                EXIT_NSYS_MISSING) from None
-        proc = subprocess.run(export_command(exe, path, tmp), capture_output=True, text=True)
+        proc = subprocess.run(export_command(exe, path, tmp, [tables_option()]), capture_output=True, text=True)
+        if proc.returncode != 0 and "tables" in (proc.stderr + proc.stdout).lower():
+            # an nsys CLI without --tables (older than the 2023.4 seen here): the whole export, as before
+            proc = subprocess.run(export_command(exe, path, tmp), capture_output=True, text=True)
         if proc.returncode != 0 or not os.path.exists(tmp):
             raise NsysH2DError(f"{path}: {_export_failure(exe, proc)}", EXIT_EXPORT_FAILED)
     except BaseException:
