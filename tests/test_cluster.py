@@ -69,6 +69,24 @@ def test_analyze_on_a_real_cluster_equals_the_local_run(cluster, tmp_path):
     assert table.stdout == run_cli("analyze", *map(str, REPORTS), "--no-cache", cwd=ROOT).stdout
 
 
+def test_kineto_rank_folder_and_api_summary_on_the_cluster(cluster, tmp_path):
+    """Issue 39: one Kineto file per rank in a folder, on the cluster, as in the local run; api-summary too
+    (issue 36: it is a job like the report)."""
+    import shutil
+
+    address, _ = cluster
+    for rank, name in enumerate(("qwen3vl-before", "qwen3vl-after")):
+        shutil.copy(ROOT / "tests/data/kineto" / f"{name}.pt.trace.json.gz", tmp_path / f"q-rank-{rank}.pt.trace.json.gz")
+    local, dl = analyze(tmp_path)
+    remote, dr = analyze(tmp_path, "--scheduler", address)
+    assert local.returncode == remote.returncode == 0 and dr == dl and len(dr["reports"]) == 2
+    assert {r["format"] for r in dr["reports"]} == {"kineto"}
+    summary = [run_cli("api-summary", tmp_path, "--format", "json", "--no-cache", *extra, cwd=ROOT)
+               for extra in ([], ["--scheduler", address])]
+    assert summary[0].returncode == summary[1].returncode == 0
+    assert json.loads(summary[0].stdout) == json.loads(summary[1].stdout)
+
+
 def test_compare_gate_baseline_on_the_cluster(cluster, tmp_path):
     address, _ = cluster
     env = {"NSYSH2D_SCHEDULER": address}     # the environment variable names the scheduler
