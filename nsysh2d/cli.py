@@ -15,7 +15,7 @@ from .cli_check import check   # commands of their own modules: cli.py stays sma
 from .cli_summary import api_summary
 from .cli_tools import cache_clear, recipe_path
 from .cli_kit import (REPORT_FORMATS, VERSION_HELP, Group, calls_option, direction_option, duration, emit, error_line,
-                      exit_code, no_cache_option, note, profile_options, quiet_option, report_options,
+                      csv_table_option, exit_code, no_cache_option, note, profile_options, quiet_option, report_options,
                       scheduler_option, show_version, terminal)
 from .config import scheduler_setting
 
@@ -83,8 +83,9 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
               help="Group by memory kind, call site, true source class, NVTX range or stream.")
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: the CPUs this process may use).")
 @no_cache_option
+@csv_table_option
 def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, top, by, jobs,
-            no_cache):
+            no_cache, csv_table):
     """Report long-blocking async memcpy calls in nsys or torch.profiler traces.
 
     REPORT: an nsys SQLite export, a .nsys-rep (exported by the nsys CLI), a torch.profiler (Kineto) trace
@@ -122,7 +123,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
         click.echo(error_line(msg), err=True)
     if errors and not reps and fmt.lower() != "json":  # nothing to show: the error lines say it all (JSON
         return exit_code(errors)                          # still gets its document, with the errors)
-    emit(analyze_output(fmt, reps, errors, by, top, len(reps) + len(errors)), output)
+    emit(analyze_output(fmt, reps, errors, by, top, len(reps) + len(errors), csv_table.lower()), output)
     return exit_code(errors)
 
 

@@ -130,6 +130,12 @@ class Group(click.Group):
 VERSION_HELP = "Show nsysh2d's version, the Python, DuckDB and nsys it uses, and exit."
 
 
+csv_table_option = click.option(
+    "--csv-table", type=click.Choice(["groups", "totals", "calls"], case_sensitive=False), default="groups",
+    show_default=True, help="With --format csv: the --by groups, one row of totals per report, or the longest calls "
+                            "(as many as --top) with every column of the JSON's top list.")
+
+
 def _set_quiet(_ctx, _param, value) -> None:
     if value:   # read where progress and notes are written (run.py, kineto.py, profile): subprocesses inherit it
         os.environ["NSYSH2D_QUIET"] = "1"

@@ -162,3 +162,24 @@ def test_csv_of_a_trace_without_copies_is_loadable_and_keeps_every_report(tmp_pa
     rows = list(csv.DictReader(io.StringIO(both)))
     assert {r["path"] for r in rows} == {str(PROBE), str(empty)}
     assert [r["path"] for r in rows].count(str(empty)) == 1 and rows[-1]["calls"] == ""
+
+
+def test_csv_has_totals_and_per_call_tables(cli):
+    """Issue 42: CSV held only the group table. --csv-table totals gives one row per report with the JSON's
+    totals, --csv-table calls the longest calls with the JSON's top-list columns."""
+    import csv
+    import io
+
+    from conftest import AFTER, BEFORE
+
+    doc = json.loads(cli("analyze", BEFORE, AFTER, "--format", "json").output)["reports"]
+    totals = list(csv.DictReader(io.StringIO(cli("analyze", BEFORE, AFTER, "--format", "csv", "--csv-table",
+                                                 "totals").output)))
+    assert [r["path"] for r in totals] == [d["path"] for d in doc]
+    for row, d in zip(totals, doc):
+        assert int(row["blocking_calls"]) == d["totals"]["blocking_calls"] and int(row["steps"]) == d["steps"]["steps"]
+        assert int(row["long_ns"]) == d["totals"]["long_ns"]
+    calls = list(csv.DictReader(io.StringIO(cli("analyze", BEFORE, "--format", "csv", "--csv-table", "calls",
+                                                "--top", "5").output)))
+    top = json.loads(cli("analyze", BEFORE, "--format", "json", "--top", "5").output)["reports"][0]["top"]
+    assert [(int(r["host_ns"]), r["site"]) for r in calls] == [(t["host_ns"], t["site"]) for t in top]

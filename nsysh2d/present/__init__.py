@@ -4,13 +4,16 @@ from __future__ import annotations
 from .render import Column, Section, cell, document, render_sections, rows_csv, to_json  # noqa: F401
 
 
-def analyze_output(fmt: str, reports, errors, by: str, top: int, inputs: int) -> str:
+def analyze_output(fmt: str, reports, errors, by: str, top: int, inputs: int, csv_table: str = "groups") -> str:
     if fmt == "json":
         extra = {"errors": [{"path": p, "error": m, "exit_code": c} for p, m, c in errors]} if errors else {}
         return document(reports=[r.to_json() for r in reports], **extra)
-    if fmt == "csv":   # one table: the --by rows of every report, with its path; a report without rows
-        # keeps a row of its own (path only), so the file is never empty and no report vanishes from it
-        return rows_csv([{"path": r.path, **row} for r in reports for row in (r.group(by) or [{}])])
+    if fmt == "csv":   # one table, each row with its report's path; a report without rows keeps a row of its
+        # own (path only), so the file is never empty and no report vanishes from it
+        if csv_table == "totals":
+            return rows_csv([{"path": r.path, "steps": r.steps.steps, **vars(r.totals)} for r in reports])
+        table = {"calls": lambda r: r.top}.get(csv_table, lambda r: r.group(by))
+        return rows_csv([{"path": r.path, **row} for r in reports for row in (table(r) or [{}])])
     if fmt == "html":
         from .html import analyze_html
         return analyze_html(reports, errors)
