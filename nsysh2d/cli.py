@@ -14,14 +14,14 @@ from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
 from .cli_check import check   # commands of their own modules: cli.py stays small
 from .cli_summary import api_summary
 from .cli_tools import cache_clear, recipe_path
-from .cli_kit import (REPORT_FORMATS, VERSION_HELP, Group, calls_option, direction_option, duration, emit, error_line,
-                      csv_table_option, exit_code, no_cache_option, note, profile_options, quiet_option, report_options,
-                      scheduler_option, show_version, terminal)
+from .cli_kit import (REPORT_FORMATS, Group, calls_option, csv_table_option, direction_option, duration, emit,
+                      error_line, exit_code, no_cache_option, profile_options, report_options, scheduler_option,
+                      note, quiet_option, terminal, version_option)
 from .config import scheduler_setting
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=show_version, help=VERSION_HELP)
+@version_option
 @quiet_option
 def main():
     """Find, explain and gate long-blocking host-to-device copies in nsys and torch.profiler traces.

@@ -9,7 +9,11 @@ import click
 
 from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
-from .present.safe import log_lines, terminal   # what reaches a terminal or a CI log (docs/security.md)
+from .present.safe import (  # what reaches a terminal or a CI log (docs/security.md)
+    log_lines,
+    terminal,
+)
+from .quiet import note, quiet_option  # noqa: F401 (the CLI's options, kept with the rest)
 
 FORMATS = ["table", "json", "csv", "markdown"]
 REPORT_FORMATS = FORMATS + ["html"]   # analyze, compare, threshold: a self-contained page (present/html.py)
@@ -127,33 +131,12 @@ class Group(click.Group):
                   "please report it)", EXIT_INTERNAL)
 
 
-VERSION_HELP = "Show nsysh2d's version, the Python, DuckDB and nsys it uses, and exit."
 
 
 csv_table_option = click.option(
     "--csv-table", type=click.Choice(["groups", "totals", "calls"], case_sensitive=False), default="groups",
     show_default=True, help="With --format csv: the --by groups, one row of totals per report, or the longest calls "
                             "(as many as --top) with every column of the JSON's top list.")
-
-
-def _set_quiet(_ctx, _param, value) -> None:
-    if value:   # read where progress and notes are written (run.py, kineto.py, profile): subprocesses inherit it
-        os.environ["NSYSH2D_QUIET"] = "1"
-
-
-quiet_option = click.option("-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet,
-                            help="No progress and no notes on stderr (errors still say why); before the command: "
-                                 "nsysh2d -q analyze ...")
-
-
-def quiet() -> bool:
-    return os.environ.get("NSYSH2D_QUIET", "") not in ("", "0")
-
-
-def note(message: str, err: bool = False) -> None:
-    """click.echo, but what goes to stderr (notes, progress lines) is left out with --quiet."""
-    if not (err and quiet()):
-        click.echo(message, err=err)
 
 
 def show_version(ctx, _param, value) -> None:
@@ -300,3 +283,7 @@ def profile_options(f):
     for opt in reversed(profile_options_list):
         f = opt(f)
     return f
+
+
+version_option = click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=show_version,
+                              help="Show nsysh2d's version, the Python, DuckDB and nsys it uses, and exit.")

@@ -1,0 +1,27 @@
+"""--quiet: no progress and no notes on stderr; errors still say why. Set as NSYSH2D_QUIET, which the places
+that write progress or notes read (run.py, source/kineto.py, torch_profile.py) and subprocesses inherit."""
+from __future__ import annotations
+
+import os
+
+import click
+
+
+def _set_quiet(_ctx, _param, value) -> None:
+    if value:   # read where progress and notes are written (run.py, kineto.py, profile): subprocesses inherit it
+        os.environ["NSYSH2D_QUIET"] = "1"
+
+
+quiet_option = click.option("-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet,
+                            help="No progress and no notes on stderr (errors still say why); before the command: "
+                                 "nsysh2d -q analyze ...")
+
+
+def quiet() -> bool:
+    return os.environ.get("NSYSH2D_QUIET", "") not in ("", "0")
+
+
+def note(message: str, err: bool = False) -> None:
+    """click.echo, but what goes to stderr (notes, progress lines) is left out with --quiet."""
+    if not (err and quiet()):
+        click.echo(message, err=err)
