@@ -9,10 +9,7 @@ import click
 
 from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
-from .present.safe import (  # what reaches a terminal or a CI log (docs/security.md)
-    log_lines,
-    terminal,
-)
+from .present.safe import log_lines, terminal   # what reaches a terminal or a CI log (docs/security.md)
 from .quiet import note, quiet_option  # noqa: F401 (the CLI's options, kept with the rest)
 
 FORMATS = ["table", "json", "csv", "markdown"]
