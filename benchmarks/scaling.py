@@ -42,6 +42,9 @@ def main(argv=None) -> int:
     ap.add_argument("--nsys", default=os.environ.get("NSYS") or shutil.which("nsys"))
     args = ap.parse_args(argv)
     recipe_path = subprocess.run(nsysh2d() + ["recipe-path"], capture_output=True, text=True).stdout.strip()
+    if args.nsys:   # Debian's nsys lacks a folder its recipe runner needs: run it through the stand-in then
+        args.nsys = subprocess.run(nsysh2d() + ["recipe-path", "--nsys-shadow", "--nsys", args.nsys],
+                                   capture_output=True, text=True, check=True).stdout.strip()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in map(int, args.counts.split(",")):

@@ -27,7 +27,7 @@ def cache_root() -> Path:
 
 
 MARKER = ".nsysh2d-cache"           # written into the cache folder: cache-clear removes only marked folders
-CACHE_PARTS = ("reports", "exports", "spill", "copies")
+CACHE_PARTS = ("reports", "exports", "spill", "copies", "nsys")
 
 
 def check_private(root: Path) -> None:
@@ -47,7 +47,7 @@ def check_private(root: Path) -> None:
 
 
 def cache_dir(part: str) -> Path:
-    """A folder of the cache (reports, exports, spill, copies), created with the marker that says nsysh2d owns it."""
+    """A folder of the cache (reports, exports, spill, copies, nsys), created with the marker that says nsysh2d owns it."""
     root = cache_root()
     root.parent.mkdir(parents=True, exist_ok=True)
     root.mkdir(mode=0o700, exist_ok=True)

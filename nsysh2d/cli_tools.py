@@ -17,7 +17,12 @@ def cache_clear():
 
 # ----------------------------------------------------------------------------------------- recipe
 @click.command("recipe-path")
-def recipe_path():
+@click.option("--nsys", "nsys_path", metavar="PATH", help="The nsys to check (default: $NSYS, then PATH, then the "
+              "usual install folders).")
+@click.option("--nsys-shadow", is_flag=True, help="Print instead the nsys to run the recipe with: the given one, "
+              "or, when its install lacks the folder nsys's recipe runner needs (Debian's package), a private "
+              "stand-in in nsysh2d's cache that has it (files linked, the 54 MB binary copied once).")
+def recipe_path(nsys_path, nsys_shadow):
     """Print the folder holding the nsys recipe `nsysh2d_h2d`, for nsys's own runner:
 
     \b
@@ -26,8 +31,39 @@ def recipe_path():
 
     The recipe runs nsysh2d's analysis on each report (nsys --mode none|concurrent|dask-futures) and writes
     reports.json (the `analyze --format json` document) and report.txt into its output folder.
+
+    Debian's nsys package leaves out `python/packages/nsys_recipe/third_party`, and `nsys recipe` then stops
+    with "Cannot find ... third_party". The folder may stay empty: create it as the install's owner (the note
+    on stderr names it), or, without write access to the install:
+
+    \b
+      NSYS_RECIPE_PATH=$(nsysh2d recipe-path) $(nsysh2d recipe-path --nsys-shadow) recipe nsysh2d_h2d ...
     """
     from importlib import resources
 
+    from .errors import NsysH2DError
+    from .nsys import find_nsys, recipe_runner_gap, shadow_install
+    from .quiet import note
+    from .present.safe import terminal
+
+    try:
+        nsys = find_nsys(nsys_path)
+    except NsysH2DError:
+        if nsys_shadow or nsys_path:
+            raise
+        nsys = None
+    gap = recipe_runner_gap(nsys) if nsys else None
+    if nsys_shadow:
+        if gap is None:
+            click.echo(nsys)
+        else:
+            from .cache import cache_dir
+
+            click.echo(shadow_install(nsys, cache_dir("nsys")))
+        return 0
     click.echo(str(resources.files("nsysh2d") / "recipe"))
+    if gap is not None:
+        note(f"note: `nsys recipe` of {terminal(nsys)} stops with 'Cannot find ... third_party': its install lacks "
+             f"{terminal(str(gap))} (Debian's package leaves it out; it may stay empty). Create it as the install's "
+             "owner, or run the recipe with $(nsysh2d recipe-path --nsys-shadow) in place of nsys.", err=True)
     return 0

@@ -318,7 +318,6 @@ def run_with_file_size_limit(limit, *args, cwd=None):
     import os
     import resource
     import subprocess
-    import sys
 
     def limit_writes():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))

@@ -198,11 +198,21 @@ def real_nsys():
 
 @pytest.mark.parametrize("mode", ["none", "concurrent", "dask-futures"])
 def test_nsys_recipe_runs_the_same_analysis(real_nsys, tmp_path, mode):
+    from nsysh2d.nsys import recipe_runner_gap
+
     folder = run_cli("recipe-path").stdout.strip()
     assert (Path(folder) / "nsysh2d_h2d" / "metadata.json").is_file()
     inputs = [*map(str, REPORTS[:3]), str(tmp_path / "missing.sqlite")]
     env = {**os.environ, "NSYS_RECIPE_PATH": folder, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    r = subprocess.run([real_nsys, "recipe", "nsysh2d_h2d", "--input", *inputs, "--mode", mode, "--output",
+    # The README's way: works on an install with the recipe runner's folder and on Debian's, which lacks it.
+    runner = run_cli("recipe-path", "--nsys-shadow", "--nsys", real_nsys).stdout.strip()
+    if recipe_runner_gap(real_nsys) is None:
+        assert runner == real_nsys
+    else:
+        plain = subprocess.run([real_nsys, "recipe", "nsysh2d_h2d", "--help"], capture_output=True, text=True,
+                               env=env, timeout=120)
+        assert "third_party" in plain.stdout + plain.stderr and runner != real_nsys
+    r = subprocess.run([runner, "recipe", "nsysh2d_h2d", "--input", *inputs, "--mode", mode, "--output",
                         str(tmp_path / "out"), "--no-cache"], capture_output=True, text=True, env=env, cwd=tmp_path,
                        timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -1,6 +1,7 @@
 """Issue 42: what a newcomer and a CI pipeline meet (each test names the item it covers)."""
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -183,3 +184,53 @@ def test_csv_has_totals_and_per_call_tables(cli):
                                                 "--top", "5").output)))
     top = json.loads(cli("analyze", BEFORE, "--format", "json", "--top", "5").output)["reports"][0]["top"]
     assert [(int(r["host_ns"]), r["site"]) for r in calls] == [(t["host_ns"], t["site"]) for t in top]
+
+
+def _fake_nsys_install(root):
+    """The layout of Debian's nsys package, in small: the binary, python/packages/nsys_recipe without
+    third_party, a host folder and a linked folder."""
+    target = root / "target-linux-x64"
+    (target / "python" / "packages" / "nsys_recipe" / "lib").mkdir(parents=True)
+    (target / "python" / "packages" / "nsys_recipe" / "__init__.py").write_text("# nsys_recipe\n")
+    (target / "python" / "packages" / "nsys_recipe" / "lib" / "nsys_path.py").write_text("# finds files\n")
+    (root / "host-linux-x64").mkdir()
+    (root / "host-linux-x64" / "libfoo.so").write_bytes(b"\x7fELF")
+    os.symlink("host-linux-x64", root / "host")
+    nsys = target / "nsys"
+    nsys.write_text("#!/bin/sh\necho 'NVIDIA Nsight Systems version 2023.4.4.54-234433681190v0'\n")
+    nsys.chmod(0o755)
+    return nsys
+
+
+def test_recipe_path_names_the_missing_runner_folder_and_builds_a_private_stand_in(tmp_path):
+    """Issue 42: Debian's nsys lacks nsys_recipe/third_party, so `nsys recipe` stops; recipe-path says which
+    folder and how to fix it, and --nsys-shadow gives an nsys that has it, without touching the install."""
+    nsys = _fake_nsys_install(tmp_path / "install")
+    before = sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "install").rglob("*"))
+    env = {"NSYSH2D_CACHE_DIR": str(tmp_path / "cache"), "NSYS": str(nsys)}
+    r = run_cli("recipe-path", env=env)
+    assert r.returncode == 0 and r.stdout.strip().endswith("recipe")
+    gap = tmp_path / "install" / "target-linux-x64" / "python" / "packages" / "nsys_recipe" / "third_party"
+    assert f"lacks {gap}" in r.stderr and "--nsys-shadow" in r.stderr and len(r.stderr.splitlines()) == 1
+    assert run_cli("-q", "recipe-path", env=env).stderr == ""
+    s1 = run_cli("recipe-path", "--nsys-shadow", env=env)
+    s2 = run_cli("recipe-path", "--nsys-shadow", env=env)
+    assert s1.returncode == 0 and s1.stdout == s2.stdout
+    shadow = Path(s1.stdout.strip())
+    assert shadow.is_file() and not shadow.is_symlink() and shadow.read_text() == nsys.read_text()
+    assert os.access(shadow, os.X_OK) and shadow.is_relative_to(tmp_path / "cache")
+    pkg = shadow.parent / "python" / "packages" / "nsys_recipe"
+    assert (pkg / "third_party").is_dir() and (pkg / "lib" / "nsys_path.py").is_symlink()
+    assert os.readlink(shadow.parent.parent / "host") == "host-linux-x64"
+    assert (shadow.parent.parent / "host-linux-x64" / "libfoo.so").read_bytes() == b"\x7fELF"
+    # the install itself is unchanged
+    assert sorted(str(p.relative_to(tmp_path)) for p in (tmp_path / "install").rglob("*")) == before
+    assert not gap.exists()
+    # an install that has the folder: no note, and --nsys-shadow names the nsys itself
+    gap.mkdir()
+    r = run_cli("recipe-path", env=env)
+    assert r.returncode == 0 and r.stderr == ""
+    assert run_cli("recipe-path", "--nsys-shadow", env=env).stdout.strip() == str(nsys)
+    # an nsys that is not there: --nsys-shadow cannot judge and says why, in one line
+    r = run_cli("recipe-path", "--nsys-shadow", "--nsys", tmp_path / "none" / "nsys", env=env)
+    assert r.returncode != 0 and "not an executable file" in r.stderr and "Traceback" not in r.stderr
