@@ -234,3 +234,32 @@ def test_recipe_path_names_the_missing_runner_folder_and_builds_a_private_stand_
     # an nsys that is not there: --nsys-shadow cannot judge and says why, in one line
     r = run_cli("recipe-path", "--nsys-shadow", "--nsys", tmp_path / "none" / "nsys", env=env)
     assert r.returncode != 0 and "not an executable file" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_report_input_names_the_nsys_that_captured_it_and_the_one_that_exported_it(tmp_path, monkeypatch):
+    """Issue 42: a .qdrep/.nsys-rep's export names only the exporting nsys (META_DATA_EXPORT); the capture's
+    build is the report file's first line. A 2020.3 header (the layout of a real report's first line, as
+    nsys 2023.4 writes it here: test_real_nsys) in front of a report whose export is already in the cache."""
+    import sqlite3
+    import shutil
+
+    from nsysh2d.cache import file_key, seal
+
+    cache = tmp_path / "cache"
+    rep = tmp_path / "old.qdrep"
+    rep.write_bytes(b"NVIDIA Tegra Profiler Report 2020@3@1@72-29016617v0.\n\x0bLocal (CLI)\x12\n" + b"\0" * 64)
+    (cache / "exports").mkdir(parents=True)
+    export = cache / "exports" / f"{file_key(str(rep))}.sqlite"
+    shutil.copy(H200 / "qwen3vl-before.sqlite", export)
+    monkeypatch.setenv("NSYSH2D_CACHE_DIR", str(cache))
+    seal(export)
+    exporter = sqlite3.connect(export).execute(
+        "SELECT value FROM META_DATA_EXPORT WHERE name = 'EXPORT_PRODUCT_VERSION'").fetchone()[0]
+    env = {"NSYSH2D_CACHE_DIR": str(cache)}
+    doc = json.loads(run_cli("analyze", rep, "--format", "json", env=env).stdout)["reports"][0]
+    assert doc["nsys_version"] == "2020.3.1.72" and doc["exported_with"] == exporter
+    text = run_cli("analyze", rep, env=env).stdout
+    assert f"(nsys 2020.3.1.72, exported with {exporter}, schema" in text
+    # an export passed directly keeps the exporting version and no exported_with key (outputs as before)
+    direct = json.loads(run_cli("analyze", H200 / "qwen3vl-before.sqlite", "--format", "json", env=env).stdout)
+    assert direct["reports"][0]["nsys_version"] == exporter and "exported_with" not in direct["reports"][0]

@@ -2,6 +2,7 @@
 $NSYS): `nsysh2d profile` of a CPU-only command (no CUDA call recorded: exit 4, files kept), then `analyze`
 of the .nsys-rep it wrote. No GPU here, so the trace has no CUDA data and the answer is the documented
 bad-input error naming --trace=cuda."""
+import subprocess
 import sys
 
 import pytest
@@ -28,6 +29,11 @@ def test_profile_and_analyze_with_real_nsys(tmp_path, real_nsys):
     assert "made no CUDA API call" in r.stderr and "cpu.sqlite" in r.stderr and "'osrt'" in r.stderr
     assert (out / "cpu.nsys-rep").stat().st_size > 0 and (out / "cpu.sqlite").stat().st_size > 0
     assert "499999500000" in r.stderr + r.stdout  # the workload ran under nsys
+    # The report's first line names the build that captured it, the one `nsys --version` prints.
+    from nsysh2d.source.export import report_build
+
+    version = subprocess.run([real_nsys, "--version"], capture_output=True, text=True).stdout
+    assert report_build(str(out / "cpu.nsys-rep")) and report_build(str(out / "cpu.nsys-rep")) in version
     # The report path: exported with the same nsys into the cache folder, never beside the report.
     files = listing(out)
     r = run_cli("analyze", out / "cpu.nsys-rep", env=env)

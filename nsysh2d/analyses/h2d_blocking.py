@@ -112,6 +112,7 @@ class Report:
     python_backtrace: bool = False                       # captured with --python-backtrace (a warning says so)
     inconsistencies: list[str] = field(default_factory=list)   # the file contradicts itself (trace.py): gate fails
     format: str = "nsys-sqlite"                          # the input read: nsys-sqlite or kineto (torch.profiler)
+    exported_with: str | None = None                     # a .nsys-rep input: the nsys that exported it here
 
     def group(self, by: str) -> list[dict]:
         if by == "kind":
@@ -125,19 +126,21 @@ class Report:
                 **{f"by_{g}": rows for g, rows in self.groups.items()},
                 "top": self.top, "warnings": self.warnings, "by_step": self.by_step, "calls": self.calls,
                 "by_api": self.by_api, "python_backtrace": self.python_backtrace,
-                "inconsistencies": self.inconsistencies, "format": self.format}
+                "inconsistencies": self.inconsistencies, "format": self.format,
+                **({"exported_with": self.exported_with} if self.exported_with else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "Report":
         """Raises KeyError/TypeError/AttributeError on a document of another shape."""
         known = {f.name for f in fields(cls)} - {"steps", "totals", "groups", "by_step", "by_api", "inconsistencies",
-                                                 "format"}
+                                                 "format", "exported_with"}
         groups = {k[3:]: v for k, v in d.items() if k.startswith("by_") and k not in ("by_kind", "by_step", "by_api")}
         if not all(isinstance(v, list) for v in [d["by_kind"], d["top"], *groups.values()]):
             raise TypeError("rows are not lists")
         return cls(**{k: d[k] for k in known}, steps=Steps(**d["steps"]),
                    totals=Totals(**d["totals"]), groups=groups, by_step=list(d["by_step"]), by_api=list(d["by_api"]),
-                   inconsistencies=list(d.get("inconsistencies", [])), format=str(d.get("format", "nsys-sqlite")))
+                   inconsistencies=list(d.get("inconsistencies", [])), format=str(d.get("format", "nsys-sqlite")),
+                   exported_with=d.get("exported_with"))
 
 
 def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
@@ -153,7 +156,8 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     apis = api_rows(model, opts)
     with stage("by step"):
         by_step = model.rows("analyses/by_step", opts.params(pattern=opts.step_pattern))
-    return Report(path=model.path, nsys_version=meta.get("nsys_version"), schema_version=meta.get("schema_version"),
+    return Report(path=model.path, nsys_version=meta.get("nsys_version"), exported_with=meta.get("exported_with"),
+                  schema_version=meta.get("schema_version"),
                   gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
                   totals=Totals.of(kinds, steps, apis, model.anomalies, by_step), by_kind=kinds,
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),

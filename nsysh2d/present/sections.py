@@ -19,6 +19,8 @@ def report_heading(report) -> str:
     rep = report.to_json()
     steps = rep["steps"]["steps"]
     source = ("Kineto trace" if rep.get("format") == "kineto" else f"nsys {rep.get('nsys_version') or '?'}")
+    if rep.get("exported_with") and rep["exported_with"] != rep.get("nsys_version"):
+        source += f", exported with {rep['exported_with']}"
     return (f"{rep['path']}  ({source}, schema {rep.get('schema_version') or '?'}, "
             f"{rep.get('gpu') or 'GPU ?'}; {steps} step range{'s' if steps != 1 else ''})")
 

@@ -59,7 +59,7 @@ def _export(path: str, nsys: str | None, tmpdir: str, target) -> str:
             # an nsys CLI without --tables (older than the 2023.4 seen here): the whole export, as before
             proc = subprocess.run(export_command(exe, path, tmp), capture_output=True, text=True)
         if proc.returncode != 0 or not os.path.exists(tmp):
-            raise NsysH2DError(f"{path}: {_export_failure(exe, proc)}", EXIT_EXPORT_FAILED)
+            raise NsysH2DError(f"{path}: {_export_failure(exe, proc, report_build(path))}", EXIT_EXPORT_FAILED)
     except BaseException:
         if target is None:
             shutil.rmtree(tmpdir, ignore_errors=True)
@@ -71,17 +71,36 @@ def _export(path: str, nsys: str | None, tmpdir: str, target) -> str:
     return str(target)
 
 
-def _export_failure(exe: str, proc) -> str:
+def _export_failure(exe: str, proc, build: str | None = None) -> str:
     """What went wrong, in one line: nsys's own last line, and for a report written by a newer Nsight
     Systems, which binary refused it and what to do."""
     text = proc.stderr + proc.stdout
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     why = lines[-1] if lines else f"exit {proc.returncode}"
     if re.search(r"newer|more recent|unsupported (report|file) version|version .* not supported", text, re.I):
-        return (f"the report was written by a newer Nsight Systems than {exe} ({nsys_version(exe)}) can read; "
+        by = f" ({build})" if build else ""
+        return (f"the report was written by a newer Nsight Systems{by} than {exe} ({nsys_version(exe)}) can read; "
                 f"export it with the nsys that captured it ('nsys export --type sqlite REPORT') and pass the .sqlite, "
                 f"or point --nsys/$NSYS at a newer nsys (nsys said: {why})")
     return f"nsys export failed: {why}"
+
+
+REPORT_MAGIC = b"NVIDIA Tegra Profiler Report "
+
+
+def report_build(path: str) -> str | None:
+    """The Nsight Systems build that captured a .nsys-rep/.qdrep, from the file's first line
+    ("NVIDIA Tegra Profiler Report 2023@4@4@54-234433681190v0."), e.g. "2023.4.4.54"; None when the file does not
+    start that way. An export made from the report names only the exporting nsys."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(160)
+    except OSError:
+        return None
+    if not head.startswith(REPORT_MAGIC):
+        return None
+    m = re.match(rb"(\d{4})@(\d{1,3})@(\d{1,3})(?:@(\d{1,6}))?", head[len(REPORT_MAGIC):])
+    return ".".join(g.decode() for g in m.groups() if g is not None) if m else None
 
 
 def nsys_version(exe: str) -> str:

@@ -73,6 +73,13 @@ class Trace:
             raise NsysH2DError(str(e).replace(path, f"{source} ({how} to {path})", 1), e.exit_code) from None
         if note:
             tr.warnings.insert(0, note)
+        if path != source and note is None:   # a report exported here: its export names only the exporting nsys
+            from .export import report_build
+
+            build = report_build(source)
+            if build:
+                tr.meta["exported_with"] = tr.meta.get("nsys_version")
+                tr.meta["nsys_version"] = build
         tr.own_export = own_export
         return tr
 
