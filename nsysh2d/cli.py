@@ -266,7 +266,7 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
 
 # ----------------------------------------------------------------------------------------- threshold
 @main.command()
-@click.argument("sweep", type=click.Path(dir_okay=True))
+@click.argument("sweep", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS, case_sensitive=False), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
@@ -283,11 +283,11 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
       nsysh2d profile --no-variants --sample none --cudabacktrace none workloads/h2d_sweep.py
       nsysh2d threshold nsysh2d-out/h2d_sweep.sqlite --plot threshold.png
     """
-    from .analyses.threshold import threshold_report
     from .present import threshold_output
     from .present.plots import save_threshold_plot
+    from .run import analyze_one
 
-    result = threshold_report(sweep, nsys=nsys_path)
+    result = analyze_one(sweep, None, nsys_path, analysis="threshold")
     if plot_path:
         save_threshold_plot(result.series, plot_path, title=sweep)
         note(f"wrote {terminal(plot_path)}", err=True)   # stderr: stdout stays the report

@@ -42,7 +42,8 @@ def recipe_path(nsys_path, nsys_shadow):
     from importlib import resources
 
     from .errors import NsysH2DError
-    from .nsys import find_nsys, recipe_runner_gap, shadow_install
+    from .nsys import find_nsys
+    from .recipe_runner import recipe_runner_gap, shadow_install
     from .quiet import note
     from .present.safe import terminal
 

@@ -69,6 +69,18 @@ def _api_summary(path, _opts, _groups, nsys, use_cache=True):
     return api_summary(path, nsys, use_cache=use_cache)
 
 
+def _threshold(path, _opts, _groups, nsys, use_cache=True):
+    from .analyses.threshold import threshold_report
+
+    return threshold_report(path, nsys, use_cache=use_cache)
+
+
+def _threshold_from_json(d: dict):
+    from .analyses.threshold import ThresholdResult
+
+    return ThresholdResult.from_json(d)
+
+
 def _summary_from_json(d: dict) -> dict:
     if not isinstance(d.get("path"), str) or not all(isinstance(r, dict) for r in d["rows"]):
         raise TypeError("not an api-summary")
@@ -78,6 +90,7 @@ def _summary_from_json(d: dict) -> dict:
 ANALYSES = {
     "report": Analysis(_compute, lambda rep: rep.to_json(), _report_from_json),
     "api-summary": Analysis(_api_summary, lambda d: d, _summary_from_json),
+    "threshold": Analysis(_threshold, lambda r: r.to_json(), _threshold_from_json),
 }
 
 

@@ -6,7 +6,6 @@ bare GPU box with torch + click can capture traces.
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 import re
 import shutil
@@ -79,53 +78,6 @@ def find_nsys(explicit: str | None = None, env: dict | None = None) -> str:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
     raise NsysH2DError(f"no nsys CLI found; {INSTALL_ADVICE}", EXIT_NSYS_MISSING)
-
-
-def recipe_runner_gap(nsys_path: str) -> Path | None:
-    """The folder whose absence stops nsys's recipe runner, if this install lacks it. `nsys recipe` puts
-    `python/packages/nsys_recipe/third_party` on sys.path and refuses to start when it is missing ("Cannot find
-    ... Please set NSYS_DIR"); Debian's nsys package leaves it out. Our recipe needs nothing from it."""
-    pkg = Path(os.path.realpath(nsys_path)).parent / "python" / "packages" / "nsys_recipe"
-    if pkg.is_dir() and not (pkg / "third_party").exists():
-        return pkg / "third_party"
-    return None
-
-
-def shadow_install(nsys_path: str, dest: Path) -> str:
-    """A private stand-in for an nsys install that lacks the recipe runner's folder, for a user who cannot
-    write to the install: its folders re-made under `dest`, its files linked, the nsys binary copied (nsys
-    finds its own files from where its binary really is, so a link would lead back), and the empty folder
-    added. Built once per install (keyed by path and binary mtime); returns the stand-in's nsys."""
-    real = Path(os.path.realpath(nsys_path))
-    target = real.parent                 # e.g. .../target-linux-x64
-    root = target.parent                 # the install: target-*, host-*, ...
-    st = real.stat()
-    key = hashlib.sha256(f"{real}|{st.st_mtime_ns}|{st.st_size}".encode()).hexdigest()[:16]
-    out = dest / key
-    nsys_copy = out / target.name / real.name
-    if nsys_copy.is_file():
-        return str(nsys_copy)
-    tmp = dest / f".{key}.{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    for folder, dirs, files in os.walk(root):
-        rel = Path(folder).relative_to(root)
-        (tmp / rel).mkdir(parents=True, exist_ok=True)
-        for d in dirs:   # linked folders (not followed) stay links
-            if os.path.islink(os.path.join(folder, d)):
-                os.symlink(os.readlink(os.path.join(folder, d)), tmp / rel / d)
-        for f in files:
-            src = Path(folder) / f
-            if src == real:
-                shutil.copy2(src, tmp / rel / f)
-            else:
-                os.symlink(src, tmp / rel / f)
-    gap = tmp / target.name / "python" / "packages" / "nsys_recipe" / "third_party"
-    gap.mkdir(parents=True, exist_ok=True)
-    try:
-        os.rename(tmp, out)
-    except OSError:   # another process built it first
-        shutil.rmtree(tmp, ignore_errors=True)
-    return str(nsys_copy)
 
 
 def find_importer(nsys_path: str) -> str | None:

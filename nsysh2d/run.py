@@ -92,16 +92,17 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
     return [results[i] for i in sorted(results)], errors
 
 
-def analyze_one(path: str, opts, nsys: str | None = None, use_cache: bool = True):
-    """One Report; an error is raised as NsysH2DError."""
-    return analyze_all([path], opts, nsys, use_cache)[0]
+def analyze_one(path: str, opts, nsys: str | None = None, use_cache: bool = True, analysis: str = "report"):
+    """One result (a Report by default); an error is raised as NsysH2DError."""
+    return analyze_all([path], opts, nsys, use_cache, analysis=analysis)[0]
 
 
 def analyze_all(paths: list[str], opts, nsys: str | None = None, use_cache: bool = True,
-                scheduler: str | None = None) -> list:
-    """Reports of all paths, in order; errors are raised as one NsysH2DError naming each file."""
-    reps, errors = analyze_many(paths, opts, jobs=1 if not scheduler else None, nsys=nsys, use_cache=use_cache,
-                                progress=False, scheduler=scheduler)
+                scheduler: str | None = None, analysis: str = "report") -> list:
+    """Results of all paths, in order; errors are raised as one NsysH2DError naming each file."""
+    reps, errors = analyze_many(paths, opts, () if analysis != "report" else None,
+                                jobs=1 if not scheduler else None, nsys=nsys, use_cache=use_cache,
+                                progress=False, scheduler=scheduler, analysis=analysis)
     if errors:
         raise NsysH2DError("; ".join(msg for _p, msg, _c in errors), max(c for _p, _m, c in errors))
     return reps

@@ -198,7 +198,7 @@ def real_nsys():
 
 @pytest.mark.parametrize("mode", ["none", "concurrent", "dask-futures"])
 def test_nsys_recipe_runs_the_same_analysis(real_nsys, tmp_path, mode):
-    from nsysh2d.nsys import recipe_runner_gap
+    from nsysh2d.recipe_runner import recipe_runner_gap
 
     folder = run_cli("recipe-path").stdout.strip()
     assert (Path(folder) / "nsysh2d_h2d" / "metadata.json").is_file()

@@ -41,3 +41,18 @@ def test_threshold_needs_a_sweep(cli):
 
     r = cli("threshold", BEFORE)
     assert r.exit_code == 2 and "h2d_sweep.py" in r.stderr
+
+
+def test_threshold_is_a_job_like_the_others_cached_and_folder_refused(tmp_path):
+    """Issue 36: threshold runs through jobs.py (cache, error handling) as analyze and api-summary do: the
+    second run is served from the cache without opening the trace, with the same output."""
+    from conftest import run_cli
+
+    env = {"NSYSH2D_CACHE_DIR": str(tmp_path / "cache"), "NSYSH2D_TIMING": "1"}
+    first = run_cli("threshold", SWEEP, "--format", "json", env=env)
+    second = run_cli("threshold", SWEEP, "--format", "json", env=env)
+    assert first.returncode == second.returncode == 0 and first.stdout == second.stdout
+    assert "DuckDB memory limit" in first.stderr and "DuckDB memory limit" not in second.stderr
+    assert len(list((tmp_path / "cache" / "reports").glob("*.json"))) == 1
+    r = run_cli("threshold", tmp_path, env=env)
+    assert r.returncode == 2 and "directory" in r.stderr.lower() and "Traceback" not in r.stderr

@@ -52,13 +52,13 @@ class ThresholdResult:
         return cls(d["path"], d["thresholds"])
 
 
-def threshold_report(path: str, nsys: str | None = None) -> ThresholdResult:
+def threshold_report(path: str, nsys: str | None = None, use_cache: bool = True) -> ThresholdResult:
     """The thresholds of one sweep trace."""
     from ..model import CopyModel
     from ..source.files import damage_is_bad_input
 
     with damage_is_bad_input(path):
-        model = CopyModel.open(path, nsys=nsys)
+        model = CopyModel.open(path, nsys=nsys, use_cache=use_cache)
         try:
             return ThresholdResult(path, thresholds(sweep_rows(model)))
         finally:
