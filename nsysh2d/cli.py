@@ -12,9 +12,9 @@ import click
 
 from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
 from .cli_check import check   # commands of their own modules: cli.py stays small
-from .cli_summary import api_summary
+from .cli_summary import api_summary, threshold
 from .cli_tools import cache_clear, recipe_path
-from .cli_kit import (REPORT_FORMATS, Group, calls_option, csv_table_option, direction_option, duration, emit,
+from .cli_kit import (Group, calls_option, csv_table_option, direction_option, duration, emit,
                       error_line, exit_code, no_cache_option, profile_options, report_options, scheduler_option,
                       note, quiet_option, terminal, version_option)
 from .config import scheduler_setting
@@ -43,7 +43,7 @@ def main():
     """
 
 
-for command in (check, api_summary, cache_clear, recipe_path):
+for command in (check, api_summary, threshold, cache_clear, recipe_path):
     main.add_command(command)
 
 
@@ -136,6 +136,9 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
 def compare(before, after, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, no_cache):
     """Compare two traces (before/after a fix): per memory kind, source class, call site and NVTX
     range, with deltas, per-step figures when both carry step ranges, and what disappeared or appeared.
+    Beside the copies, the wall time of every NVTX range (the steps as one row: median, p90 per
+    occurrence) and the CUDA API calls that grew inside it: a fix can move the cost (e.g. `.pin_memory()`
+    paying cudaHostAlloc), which the copies alone do not show.
 
     \b
       nsysh2d compare before.sqlite after.sqlite
@@ -149,7 +152,8 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=10, step_pattern=step_pattern,
                    calls=calls.lower())
     rb, ra = analyze_all([before, after], opts, nsys_path, not no_cache, scheduler_setting(scheduler))
-    emit(compare_output(fmt, do_compare(rb, ra), before, after), output)
+    times = analyze_all([before, after], opts, nsys_path, not no_cache, scheduler_setting(scheduler), "range-times")
+    emit(compare_output(fmt, do_compare(rb, ra, times), before, after), output)
     return 0
 
 
@@ -261,37 +265,6 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
     rep, = analyze_all([report], opts, nsys_path, not no_cache, scheduler_setting(scheduler))
     emit(to_json(baseline_from(rep, accept)), output)
     click.echo(f"wrote {terminal(output)}: {in_words(rep)}")
-    return 0
-
-
-# ----------------------------------------------------------------------------------------- threshold
-@main.command()
-@click.argument("sweep", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS, case_sensitive=False), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
-              help="Also draw host time vs payload per variant (.png or .svg; needs matplotlib).")
-@click.option("--nsys", "nsys_path", help="nsys binary used to export a .nsys-rep input.")
-def threshold(sweep, fmt, output, plot_path, nsys_path):
-    """Payload threshold of blocking copies, from a workloads/h2d_sweep.py trace.
-
-    For each source variant, GPU backlog depth and number of copies in flight: the smallest payload
-    from which on the call waits for the queued GPU work (in most repeats), the largest payload
-    below it that did not, the spread of that threshold over repeats, and blocked time / backlog.
-
-    \b
-      nsysh2d profile --no-variants --sample none --cudabacktrace none workloads/h2d_sweep.py
-      nsysh2d threshold nsysh2d-out/h2d_sweep.sqlite --plot threshold.png
-    """
-    from .present import threshold_output
-    from .present.plots import save_threshold_plot
-    from .run import analyze_one
-
-    result = analyze_one(sweep, None, nsys_path, analysis="threshold")
-    if plot_path:
-        save_threshold_plot(result.series, plot_path, title=sweep)
-        note(f"wrote {terminal(plot_path)}", err=True)   # stderr: stdout stays the report
-    emit(threshold_output(fmt, result), output)
     return 0
 
 

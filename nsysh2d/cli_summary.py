@@ -1,9 +1,10 @@
-"""`nsysh2d api-summary`: every CUDA API function of a report with its call count and host times."""
+"""Commands that read a trace without the copy report: `nsysh2d api-summary` (every CUDA API function with its
+call count and host times) and `nsysh2d threshold` (the payload threshold of a sweep trace)."""
 from __future__ import annotations
 
 import click
 
-from .cli_kit import FORMATS, Command, emit, error_line, no_cache_option, scheduler_option
+from .cli_kit import FORMATS, REPORT_FORMATS, Command, emit, error_line, no_cache_option, note, scheduler_option, terminal
 
 
 @click.command("api-summary", cls=Command)
@@ -35,3 +36,33 @@ def api_summary(reports, fmt, output, nsys_path, jobs, scheduler, no_cache):
     if done or fmt.lower() == "json":   # JSON asked for is JSON, errors and all
         emit(api_summary_output(fmt, done, errors), output)
     return max((c for _p, _m, c in errors), default=0)
+
+
+@click.command(cls=Command)
+@click.argument("sweep", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS, case_sensitive=False), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+              help="Also draw host time vs payload per variant (.png or .svg; needs matplotlib).")
+@click.option("--nsys", "nsys_path", help="nsys binary used to export a .nsys-rep input.")
+def threshold(sweep, fmt, output, plot_path, nsys_path):
+    """Payload threshold of blocking copies, from a workloads/h2d_sweep.py trace.
+
+    For each source variant, GPU backlog depth and number of copies in flight: the smallest payload
+    from which on the call waits for the queued GPU work (in most repeats), the largest payload
+    below it that did not, the spread of that threshold over repeats, and blocked time / backlog.
+
+    \b
+      nsysh2d profile --no-variants --sample none --cudabacktrace none workloads/h2d_sweep.py
+      nsysh2d threshold nsysh2d-out/h2d_sweep.sqlite --plot threshold.png
+    """
+    from .present import threshold_output
+    from .present.plots import save_threshold_plot
+    from .run import analyze_one
+
+    result = analyze_one(sweep, None, nsys_path, analysis="threshold")
+    if plot_path:
+        save_threshold_plot(result.series, plot_path, title=sweep)
+        note(f"wrote {terminal(plot_path)}", err=True)   # stderr: stdout stays the report
+    emit(threshold_output(fmt, result), output)
+    return 0

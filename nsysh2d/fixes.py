@@ -39,3 +39,11 @@ FIXES_CUDA_D2H = {
                       "buffer (cudaMemcpy2DAsync into pinned memory)",
     "pinned": "pinned destination: keep it that way (a long call here waited for something else: see the stack)",
 }
+
+# A range that got slower after a pinning fix, with pinned allocations growing inside it (analyses/compare.py).
+PINNING_COST = ("`.pin_memory()` pays a pinned allocation (cudaHostAlloc) whenever PyTorch's caching host allocator "
+                "grows, and a host copy on every call: copy into one pinned staging buffer allocated once and "
+                "reused (record an event after its copy and wait on it before rewriting the buffer), or keep the "
+                "pageable copy where it cost less")
+HOST_ALLOC_APIS = ("cudaHostAlloc", "cudaMallocHost", "cudaHostRegister", "cuMemHostAlloc", "cuMemAllocHost",
+                   "cuMemHostRegister")

@@ -81,6 +81,18 @@ def _threshold_from_json(d: dict):
     return ThresholdResult.from_json(d)
 
 
+def _range_times(path, opts, _groups, nsys, use_cache=True):
+    from .analyses.range_times import range_times
+
+    return range_times(path, nsys, use_cache, opts.step_pattern)
+
+
+def _range_times_from_json(d: dict):
+    from .analyses.range_times import RangeTimes
+
+    return RangeTimes.from_json(d)
+
+
 def _summary_from_json(d: dict) -> dict:
     if not isinstance(d.get("path"), str) or not all(isinstance(r, dict) for r in d["rows"]):
         raise TypeError("not an api-summary")
@@ -91,6 +103,7 @@ ANALYSES = {
     "report": Analysis(_compute, lambda rep: rep.to_json(), _report_from_json),
     "api-summary": Analysis(_api_summary, lambda d: d, _summary_from_json),
     "threshold": Analysis(_threshold, lambda r: r.to_json(), _threshold_from_json),
+    "range-times": Analysis(_range_times, lambda r: r.to_json(), _range_times_from_json),
 }
 
 

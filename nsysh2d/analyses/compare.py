@@ -36,9 +36,10 @@ class Comparison:
         return cls(d)
 
 
-def compare(before_report, after_report) -> Comparison:
+def compare(before_report, after_report, range_times=None) -> Comparison:
     """Side-by-side figures per kind, class, call site and NVTX range, with deltas and what
-    disappeared (blocking before, not after) or appeared (blocking after, not before)."""
+    disappeared (blocking before, not after) or appeared (blocking after, not before). range_times: the two
+    traces' RangeTimes (analyses/range_times.py), for the wall time of every NVTX range beside the copies."""
     before, after = before_report.to_json(), after_report.to_json()
     sb, sa = before["steps"]["steps"], after["steps"]["steps"]
     per_step = bool(sb and sa)
@@ -73,7 +74,56 @@ def compare(before_report, after_report) -> Comparison:
     out["disappeared"], out["appeared"] = disappeared, appeared
     # Per step ordinal (copies during steps): what the HTML page plots.
     out["steps_series"] = {side: _step_series(rep) for side, rep in (("before", before), ("after", after))}
+    if range_times is not None:   # wall time of every NVTX range: a fix can make a range slower
+        out["ranges"], out["range_findings"] = compare_ranges(*(r.to_json() for r in range_times))
     return Comparison(out)
+
+
+RANGE_FIGURES = ("count", "median_ns", "p90_ns", "max_ns", "total_ns")
+
+
+def _grew(b: dict, a: dict) -> list[dict]:
+    """The API functions whose host time per occurrence of the range grew by >= 10% and >= 10 us."""
+    nb, na = b.get("count") or 0, a.get("count") or 0
+    if not na:
+        return []
+    before = {x["api"]: x for x in b.get("apis", [])}
+    out = []
+    for x in a.get("apis", []):
+        y = before.get(x["api"], {"calls": 0, "total_ns": 0})
+        per_b = y["total_ns"] / nb if nb else 0
+        per_a = x["total_ns"] / na
+        if per_a - per_b >= max(0.1 * per_b, 10_000):
+            out.append({"api": x["api"], "calls_before": y["calls"], "calls_after": x["calls"],
+                        "total_ns_before": y["total_ns"], "total_ns_after": x["total_ns"],
+                        "per_range_ns_delta": round(per_a - per_b, 1)})
+    return sorted(out, key=lambda r: -r["per_range_ns_delta"])[:5]
+
+
+def compare_ranges(before: dict, after: dict) -> tuple[list[dict], list[dict]]:
+    """Wall time of each NVTX range name (the steps as one row) before and after, with deltas; the API calls
+    that grew inside it; and a finding where a range got slower while pinned allocations grew in it."""
+    from ..fixes import HOST_ALLOC_APIS, PINNING_COST
+
+    b = {(r["name"], r["is_step"]): r for r in before["ranges"]}
+    a = {(r["name"], r["is_step"]): r for r in after["ranges"]}
+    rows, findings = [], []
+    for key in list(b) + [k for k in a if k not in b]:
+        rb, ra = b.get(key, {}), a.get(key, {})
+        row = {"name": key[0], "is_step": key[1]}
+        for f in RANGE_FIGURES:
+            vb, va = rb.get(f), ra.get(f)
+            row[f"{f}_before"], row[f"{f}_after"] = vb, va
+            row[f"{f}_delta"] = va - vb if None not in (vb, va) else None
+        row["grew"] = _grew(rb, ra) if rb and ra else []
+        rows.append(row)
+        slower = row["median_ns_delta"] is not None and row["median_ns_delta"] > 0.05 * row["median_ns_before"]
+        alloc = [g for g in row["grew"] if g["api"] in HOST_ALLOC_APIS]
+        if slower and alloc:
+            findings.append({"name": key[0], "is_step": key[1], "median_ns_before": row["median_ns_before"],
+                             "median_ns_after": row["median_ns_after"], "apis": [g["api"] for g in alloc],
+                             "fix": PINNING_COST})
+    return rows, findings
 
 
 def _step_series(rep: dict) -> list[dict]:

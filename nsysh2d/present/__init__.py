@@ -30,10 +30,12 @@ def analyze_output(fmt: str, reports, errors, by: str, top: int, inputs: int, cs
 def compare_output(fmt: str, comparison, before: str, after: str) -> str:
     if fmt == "json":
         return document(compare=comparison.to_json())
-    if fmt == "csv":   # one table: the totals, then each grouping's rows, keyed by `by` and `key`
+    if fmt == "csv":   # one table: the totals, each grouping's rows and the NVTX range times, keyed by `by` and `key`
         doc = comparison.to_json()
         rows = [{"by": "totals", "key": "(all)", **doc["totals"]}]
         rows += [{"by": g, **row} for g in ("kind", "class", "site", "nvtx") for row in doc.get(f"by_{g}") or []]
+        rows += [{"by": "range", "key": "(steps)" if r["is_step"] else r["name"],
+                  **{k: v for k, v in r.items() if k not in ("name", "grew")}} for r in doc.get("ranges") or []]
         return rows_csv([{"before": before, "after": after, **row} for row in rows])
     if fmt == "html":
         from .html import compare_html

@@ -155,7 +155,41 @@ def compare_sections(comparison) -> list[Section]:
     lines += [f"NEW: {d['group']} {d['key']} ({d['blocking_calls_after']} long-blocking copies after)"
               for d in result["appeared"]]
     secs[-1].lines = lines or ["no long-blocking call site or kind disappeared or appeared"]
+    if result.get("ranges") is not None:
+        secs.append(ranges_section(result))
     return secs
+
+
+def ranges_section(result: dict) -> Section:
+    """Wall time per occurrence of each NVTX range name (the steps as one row), before and after, the API
+    calls that grew inside a range, and the pinning-cost findings (analyses/compare.py: compare_ranges)."""
+    rows = [{**r, "range": Trusted("(steps)") if r["is_step"] else r["name"],
+             "delta_s": _signed(r["median_ns_delta"], "ns") if r["median_ns_delta"] is not None else "-"}
+            for r in result["ranges"]]
+    def name(r):
+        return Trusted("(steps)") if r["is_step"] else r["name"]
+
+    lines = []
+    for r in result["ranges"]:   # the calls that grew, in the ranges that got slower (JSON: every range)
+        if (r["median_ns_delta"] or 0) > 0.05 * (r["median_ns_before"] or 0):
+            for g in r["grew"][:3]:
+                lines.append(Line("grew inside {}: {} {} -> {} calls, {} -> {}", name(r), g["api"],
+                                  Trusted(str(g["calls_before"])), Trusted(str(g["calls_after"])),
+                                  Trusted(cell(g["total_ns_before"], "ns")), Trusted(cell(g["total_ns_after"], "ns"))))
+    findings = result.get("range_findings") or []
+    for f in findings:
+        lines.append(Line("slower with {} growing: {} ({} -> {} median)", Trusted(", ".join(f["apis"])), name(f),
+                          Trusted(cell(f["median_ns_before"], "ns")), Trusted(cell(f["median_ns_after"], "ns"))))
+    if findings:
+        lines.append(Line("fix: {}", Trusted(findings[0]["fix"])))
+    return Section("NVTX range wall time (per occurrence)", [
+        Column("range", "NVTX range"), Column("count_before", "n before", "int"), Column("count_after", "n after", "int"),
+        Column("median_ns_before", "median before", "ns"), Column("median_ns_after", "median after", "ns"),
+        Column("delta_s", "delta", "num"), Column("p90_ns_before", "p90 before", "ns", drop=1),
+        Column("p90_ns_after", "p90 after", "ns", drop=1), Column("total_ns_before", "total before", "ns", drop=2),
+        Column("total_ns_after", "total after", "ns", drop=2)], rows,
+        note="end - start of each range on its thread; grew: CUDA API host time per occurrence up >= 10% and >= 10 us",
+        lines=lines)
 
 
 def _signed(value, kind: str) -> str:
