@@ -95,11 +95,12 @@ def find_importer(nsys_path: str) -> str | None:
 
 @dataclass
 class CaptureOptions:
-    """What `nsys profile` records. The defaults are what this job needs: CUDA API + activity and
-    NVTX, with native backtraces of memory calls (which need CPU sampling on)."""
+    """What `nsys profile` records. The default is the cheap capture: CUDA API + activity and NVTX, no CPU
+    sampling. Backtraces (native: cudabacktrace, Python: python_backtrace) need sampling, which costs ten times
+    the capture time and a ~2 GB raw file on qwen3vl (docs/benchmarks.md, "What a capture costs")."""
     trace: str = "cuda,nvtx"
-    cudabacktrace: str | None = "memory"
-    sample: str = "process-tree"
+    cudabacktrace: str | None = None
+    sample: str = "none"
     python_backtrace: bool = False
     cpuctxsw: str = "none"
     extra: list[str] = field(default_factory=list)
@@ -112,12 +113,14 @@ class CaptureOptions:
 
     def args(self) -> list[str]:
         sample = self.sample
-        if (self.cudabacktrace or self.python_backtrace) and sample == "none":
-            # nsys only records backtraces while CPU sampling is on.
+        # nsys records Python stacks only where it records the CUDA call's backtrace, and backtraces only
+        # while CPU sampling is on.
+        cudabacktrace = self.cudabacktrace or ("memory" if self.python_backtrace else None)
+        if cudabacktrace and sample == "none":
             sample = "process-tree"
         out = [f"--trace={self.trace}", f"--sample={sample}", f"--cpuctxsw={self.cpuctxsw}"]
-        if self.cudabacktrace:
-            out.append(f"--cudabacktrace={self.cudabacktrace}")
+        if cudabacktrace:
+            out.append(f"--cudabacktrace={cudabacktrace}")
         if self.python_backtrace:
             out.append("--python-backtrace=cuda")
         return out + list(self.extra)
