@@ -79,7 +79,7 @@ def compare(before_report, after_report, range_times=None) -> Comparison:
     return Comparison(out)
 
 
-RANGE_FIGURES = ("count", "median_ns", "p90_ns", "max_ns", "total_ns")
+RANGE_FIGURES = ("count", "median_ns", "p90_ns", "max_ns", "total_ns", "kernel_gpu_ns")
 
 
 def _grew(b: dict, a: dict) -> list[dict]:

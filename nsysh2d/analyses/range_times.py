@@ -13,7 +13,7 @@ class RangeTimes:
     path: str
     step_pattern: str
     ranges: list[dict]                 # name ('' = the step ranges), is_step, count, total_ns, median_ns, p90_ns,
-    left_out: int = 0                  # max_ns, apis: [{api, calls, total_ns}]; names not kept (beyond TOP)
+    left_out: int = 0                  # max_ns, kernel_gpu_ns, apis: [{api, calls, total_ns, gpu_ns}]; names not kept
     warnings: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
@@ -41,10 +41,14 @@ def range_times(path: str, nsys: str | None, use_cache: bool, step_pattern: str,
             apis: dict[tuple[str, bool], list[dict]] = {}
             for r in trace.rows("analyses/range_apis"):
                 apis.setdefault((r["name"], r["is_step"]), []).append(
-                    {"api": r["api"], "calls": r["calls"], "total_ns": r["total_ns"]})
+                    {"api": r["api"], "calls": r["calls"], "total_ns": r["total_ns"], "gpu_ns": r["gpu_ns"]})
             left_out = rows[0]["left_out"] if rows else 0
-            ranges = [{k: v for k, v in r.items() if k != "left_out"} | {"apis": apis.get((r["name"], r["is_step"]), [])}
-                      for r in rows]
+            ranges = []
+            for r in rows:
+                mine = apis.get((r["name"], r["is_step"]), [])
+                # the GPU time of the kernels launched from inside the range (what a UVA read slows, say)
+                ranges.append({k: v for k, v in r.items() if k != "left_out"}
+                              | {"kernel_gpu_ns": sum(a["gpu_ns"] for a in mine), "apis": mine})
             return RangeTimes(trace.source or trace.path, step_pattern, ranges, int(left_out or 0),
                               list(trace.warnings))
         finally:

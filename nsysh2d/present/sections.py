@@ -187,8 +187,11 @@ def ranges_section(result: dict) -> Section:
         Column("median_ns_before", "median before", "ns"), Column("median_ns_after", "median after", "ns"),
         Column("delta_s", "delta", "num"), Column("p90_ns_before", "p90 before", "ns", drop=1),
         Column("p90_ns_after", "p90 after", "ns", drop=1), Column("total_ns_before", "total before", "ns", drop=2),
-        Column("total_ns_after", "total after", "ns", drop=2)], rows,
-        note="end - start of each range on its thread; grew: CUDA API host time per occurrence up >= 10% and >= 10 us",
+        Column("total_ns_after", "total after", "ns", drop=2),
+        Column("kernel_gpu_ns_before", "kernels GPU before", "ns", drop=3),
+        Column("kernel_gpu_ns_after", "kernels GPU after", "ns", drop=3)], rows,
+        note="end - start of each range on its thread; kernels GPU: GPU time of the kernels launched inside it; "
+             "grew: CUDA API host time per occurrence up >= 10% and >= 10 us",
         lines=lines)
 
 
