@@ -56,7 +56,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
     """Run a workload (or any command) under `nsys profile` and export SQLite.
 
     \b
-      nsysh2d profile workloads/qwen3vl.py                 # before and after variants
+      nsysh2d profile workloads/qwen3vl.py                 # every variant (before, after, uva)
       nsysh2d profile workloads/qwen3vl.py -- --steps 20   # arguments for the workload
       nsysh2d profile --name train -- python train.py      # any command
       nsysh2d profile --kineto workloads/qwen3vl.py        # torch.profiler, no nsys

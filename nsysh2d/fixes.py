@@ -5,7 +5,9 @@ FIXES = {
     "pageable": "pin the source: `.pin_memory()` before `.to(device, non_blocking=True)`, or copy through a "
                 "pre-pinned staging buffer reused every step",
     "pinned_strided": "the source is a strided view of pinned memory: copy its contiguous pieces (e.g. the rows "
-                      "of `buf[:, :n]`) one by one, or keep the staging buffer contiguous",
+                      "of `buf[:, :n]`) one by one, or keep the staging buffer contiguous; or let the kernels read "
+                      "the pinned buffer in place through its device address (UVA staging: no copy call; every read "
+                      "crosses PCIe, and the buffer may be rewritten only after its readers ran)",
     "pinned": "pinned and contiguous: keep it that way (a long call here waited for something else: see the stack)",
     "device": "device-to-device copy: not a host staging problem",
     "managed": "managed memory: prefetch (cudaMemPrefetchAsync) or use explicit pinned/device buffers",

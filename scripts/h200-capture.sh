@@ -2,6 +2,7 @@
 # Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
 # Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
 # usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue check train d2h
+#        qwen-variants qwen-uva-trace capture-cost queue-depth bisect
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/h200-out}
@@ -79,6 +80,51 @@ for stage in "$@"; do
       profile --name d2h-probe --no-variants --sample none "$work/src/workloads/d2h_probe.py" > "$OUT/d2h-trace.log" 2>&1
       echo "rc=$?"; grep -E "d2h_probe|wrote" "$OUT/d2h-trace.log"
       "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/d2h-probe.sqlite" "$OUT/d2h-probe.sqlite" ;;
+    qwen-variants)  # issue 43: before/after/uva in separate processes, alternating, then the digest check in one process
+      for r in $(seq ${ROUNDS:-3}); do for v in before after uva; do
+        clean "$PY" "$work/src/workloads/qwen3vl.py" --variant $v $QWEN_ARGS --json "$OUT/qwen-$v-$r.json" \
+          | grep -E "steps=|site|wall|digest" | tee -a "$OUT/qwen-variants.txt"; done; done
+      clean "$PY" "$work/src/workloads/qwen3vl.py" --check-identical --repeats ${REPEATS:-2} $QWEN_ARGS \
+        --json "$OUT/qwen-identical.json" | grep -E "digest|identical|differs|device" | tee "$OUT/qwen-identical.txt" ;;
+    qwen-uva-host)  # issue 43: uva runs alone (separate processes), after qwen-variants
+      for r in $(seq ${ROUNDS:-3}); do clean "$PY" "$work/src/workloads/qwen3vl.py" --variant uva $QWEN_ARGS \
+        --json "$OUT/qwen-uva-$r.json" | grep -E "steps=|site|wall|digest" | tee -a "$OUT/qwen-uva-host.txt"; done ;;
+    qwen-uva-trace)  # issue 43: the uva variant under nsys (cuda+nvtx, no sampling: no copy at the site to attribute)
+      profile --name qwen3vl --variants uva --sample none --cudabacktrace none "$work/src/workloads/qwen3vl.py" \
+        > "$OUT/qwen-uva-trace.log" 2>&1; echo "rc=$?"; grep -E "^\[|wrote" "$OUT/qwen-uva-trace.log" | tail -8
+      "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/qwen3vl-uva.sqlite" "$OUT/qwen3vl-uva.sqlite" ;;
+    capture-cost)  # issue 42: size and time of each capture setting on qwen3vl, and what evidence each keeps
+      for spec in ${COST_SPECS:-default:--sample=process-tree:--cudabacktrace=memory}; do
+        label=${spec%%:*}; opts=$(echo "${spec#*:}" | tr ':' ' ')
+        rm -f "$work/out/cost-$label".*; t0=$(date +%s.%N)
+        clean timeout ${COST_TIMEOUT:-240} "$NSYS" profile --trace=cuda,nvtx --cpuctxsw=none $opts -o "$work/out/cost-$label" \
+          -f true "$PY" "$work/src/workloads/qwen3vl.py" --variant before $QWEN_ARGS > "$OUT/cost-$label.log" 2>&1
+        rc=$?; t1=$(date +%s.%N)
+        q=$(stat -c %s "$work/out/cost-$label.qdstrm" 2>/dev/null || echo 0)
+        if [ ! -f "$work/out/cost-$label.nsys-rep" ] && [ -f "$work/out/cost-$label.qdstrm" ]; then
+          (LD_LIBRARY_PATH=$work/devkit:${LD_LIBRARY_PATH:-} timeout 240 "$(dirname "$NSYS")/../linux-desktop-glibc_2_11_3-x64/QdstrmImporter" \
+            -i "$work/out/cost-$label.qdstrm" >> "$OUT/cost-$label.log" 2>&1); fi
+        t2=$(date +%s.%N)
+        "$NSYS" export --type sqlite -o "$work/out/cost-$label.sqlite" -f true "$work/out/cost-$label.nsys-rep" >> "$OUT/cost-$label.log" 2>&1
+        t3=$(date +%s.%N)
+        r=$(stat -c %s "$work/out/cost-$label.nsys-rep" 2>/dev/null || echo 0); sq=$(stat -c %s "$work/out/cost-$label.sqlite" 2>/dev/null || echo 0)
+        ev=$("$PY" "$repo/scripts/capture-evidence.py" "$work/out/cost-$label.sqlite" 2>&1)
+        echo "$label rc=$rc opts='$opts' $(awk -v a=$t0 -v b=$t1 -v c=$t2 -v d=$t3 'BEGIN{printf "profile_s=%.1f import_s=%.1f export_s=%.1f", b-a, c-b, d-c}') qdstrm=$q rep=$r sqlite=$sq $ev" | tee -a "$OUT/capture-cost.txt"
+        grep -E "^\[before\] (steps|site)" "$OUT/cost-$label.log" | sed "s/^/  $label /" | tee -a "$OUT/capture-cost.txt"
+        [ "$sq" -lt 6000000 ] && [ "$sq" -gt 0 ] && "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/cost-$label.sqlite" "$OUT/cost-$label.sqlite"
+        rm -f "$work/out/cost-$label".*
+      done ;;
+    queue-depth)  # issue 40: the launch queue's depth from per-launch host times, and what a full queue makes wait
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-')
+      clean "$PY" "$work/src/workloads/launch_queue.py" --json "$OUT/queue-depth-$gpu.json" | tee "$OUT/queue-depth-$gpu.txt"
+      clean "$PY" "$work/src/workloads/launch_queue.py" --fill-with pinned_copies --kernels 8192 \
+        --json "$OUT/queue-depth-copies-$gpu.json" | tee "$OUT/queue-depth-copies-$gpu.txt" ;;
+    bisect)  # issue 40: the pageable threshold to 64 KiB, for 1/2/4 copies in flight and three backlogs
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-')
+      sizes=$(python3 -c 'print(",".join(str(k * 65536) for k in range(1, 65)))')
+      clean "$PY" "$work/src/workloads/h2d_sweep.py" --sizes "$sizes" --variants pageable,numpy_from,pinned_strided \
+        --backlogs-ms 2,10,50 --inflight 1,2,4 --repeats ${BISECT_REPEATS:-3} --json "$OUT/bisect-$gpu.json" \
+        > "$OUT/bisect-$gpu.txt" 2>&1; echo "rc=$?"; tail -3 "$OUT/bisect-$gpu.txt" ;;
   esac
 done
 ls -la "$OUT" "$work/out"

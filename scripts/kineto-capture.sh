@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures the committed Kineto (torch.profiler) traces of tests/data/kineto/ on the GPU host, with each
 # workload's own host timer beside them. Results go to $OUT (default ./kineto-out).
-# usage: scripts/kineto-capture.sh STAGE...   stages: env api sweep train qwen-before qwen-after
+# usage: scripts/kineto-capture.sh STAGE...   stages: env api sweep train qwen-before qwen-after qwen-uva
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/kineto-out}
@@ -25,7 +25,7 @@ for stage in "$@"; do
       --backlogs-ms 0,10 --inflight 1,2 --repeats 2 --json "$OUT/h2d-sweep-kineto.json" 2>&1 | grep -v USDT | tail -30 ;;
     train) for v in before after; do kineto train-loop-$v "$work/src/workloads/train_loop.py" --variant $v --depth 8 \
       --steps 30 2>&1 | grep -v USDT | tee -a "$OUT/train-kineto.txt"; done ;;
-    qwen-before|qwen-after) v=${stage#qwen-}; kineto qwen3vl-$v "$work/src/workloads/qwen3vl.py" --variant $v \
+    qwen-before|qwen-after|qwen-uva) v=${stage#qwen-}; kineto qwen3vl-$v "$work/src/workloads/qwen3vl.py" --variant $v \
       ${QWEN_ARGS:-} 2>&1 | grep -v USDT | tee -a "$OUT/qwen3vl-kineto.txt" ;;
   esac
 done

@@ -86,9 +86,9 @@ def test_sweep_range_names_round_trip_and_plan():
     assert sum(256 * 1024 <= s <= 8 * 1024 * 1024 for s in sizes) >= 10  # dense where the threshold lies
 
 
-def test_qwen3vl_cpu_smoke_before_after_identical():
+def test_qwen3vl_cpu_smoke_variants_identical():
     pytest.importorskip("torch")
-    args = ["--device", "cpu", "--check-identical", "--steps", "5", "--max-num-tokens", "512", "--decode-batch", "4",
+    args = ["--device", "cpu", "--check-identical", "--repeats", "2", "--steps", "5", "--max-num-tokens", "512", "--decode-batch", "4",
             "--kv-len", "16", "--new-request-every", "3", "--image-size", "128", "--video-frames", "4",
             "--images-per-request", "2", "--prompt-text", "16", "--vision-depth", "1", "--vision-hidden", "64",
             "--vision-heads", "4", "--text-layers", "1", "--text-hidden", "128", "--text-heads", "4",
@@ -96,5 +96,8 @@ def test_qwen3vl_cpu_smoke_before_after_identical():
     r = subprocess.run([sys.executable, str(ROOT / "workloads" / "qwen3vl.py"), *args], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "identical outputs (checked on cpu with torch.equal): True" in r.stdout
+    assert "identical outputs over 6 runs (before,after,uva x 2; checked on cpu with torch.equal): True" in r.stdout
     assert "[before] site mrope_copy: calls=5" in r.stdout and "[after] site vision_pos_ids: calls=2" in r.stdout
+    assert r.stdout.count("[uva] site mrope_copy: calls=5") == 2
+    digests = {line.split("] ", 1)[1] for line in r.stdout.splitlines() if "output digest" in line}
+    assert len(digests) == 1

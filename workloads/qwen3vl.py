@@ -7,6 +7,10 @@ with real GPU work (random bf16 weights, Qwen3-VL-2B shapes by default) queued b
                      numpy and copied with `.to(device, non_blocking=True)` from pageable memory.
   --variant after    the vLLM fixes: the three contiguous M-RoPE rows copied one by one; the numpy
                      arrays pinned (`.pin_memory()`) before `.to(device, non_blocking=True)`.
+  --variant uva      Model Runner V2's design: no copy at all. Both sites write into pinned host
+                     buffers that the kernels read in place through their device address (UVA);
+                     two slots per buffer, each rewritten only after the event behind its last
+                     reader has completed (qwen3vl_inputs.UvaRing).
 
 Each step (async scheduling, as vLLM V1 with `--async-scheduling`): the host prepares step k's
 inputs while step k-1's GPU work is still queued, launches step k, and only then reads step k-1's
@@ -16,8 +20,8 @@ sampled tokens. Decode steps replay a CUDA graph. NVTX ranges: `step <k>` with `
 Simplifications (said plainly): decode requests attend to a fixed-size random KV cache and prefill
 chunks attend within the chunk; the decode batch is a fixed set of running requests; new requests
 arrive every `--new-request-every` steps and are chunk-prefilled; token ids are random.
-`--check-identical` runs both variants in one process and checks on the GPU that every sampled
-token and the final logits are bitwise identical.
+`--check-identical` runs every variant (`--variants`) `--repeats` times in one process and checks on
+the GPU that every run's sampled tokens and final logits are bitwise identical to the first run's.
 """
 from __future__ import annotations
 
@@ -30,14 +34,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from qwen3vl_inputs import (  # noqa: E402
-    MRopeBuffer, cu_seqlens, grid_for, mrope_positions, next_position, vision_inputs_to_device,
+    MRopeBuffer, UvaRing, cu_seqlens, grid_for, mrope_positions, next_position, vision_inputs_to_device,
     vision_pos_ids,
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--variant", choices=["before", "after"], default="before")
+    ap.add_argument("--variant", choices=["before", "after", "uva"], default="before")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-num-tokens", type=int, default=131072, help="token budget per step (buffer width)")
@@ -63,7 +67,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-cuda-graph", action="store_true")
     ap.add_argument("--device", default="cuda", help="cpu runs the same loop without pinning, graphs or NVTX (smoke tests)")
     ap.add_argument("--check-identical", action="store_true",
-                    help="run before and after in one process and check outputs are bitwise identical")
+                    help="run the variants in one process and check outputs are bitwise identical")
+    ap.add_argument("--variants", default="before,after,uva", help="--check-identical: the variants, in run order")
+    ap.add_argument("--json", help="also write each run's numbers to this JSON file (a list of runs)")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="deterministic GPU algorithms (torch.use_deterministic_algorithms, cuBLAS workspace config): "
+                         "without it, H100 runs of any variant differ in some processes (docs/why-non-blocking-blocks.md)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="--check-identical: rounds of all variants (a race shows in some runs only)")
     return ap
 
 
@@ -180,8 +191,8 @@ def make_model(args, torch, nn, F):
             emb = torch.cat((f, f), dim=-1)[:, None, :]
             return emb.cos().to(dt), emb.sin().to(dt)
 
-        def forward(self, x, positions, kv_cache=None):
-            cos, sin = self.rope(positions)
+        def forward(self, x, positions, kv_cache=None, rope=None):
+            cos, sin = self.rope(positions) if rope is None else rope
             for i, layer in enumerate(self.layers):
                 x = layer(x, cos, sin, None if kv_cache is None else kv_cache[i])
             return self.norm(x)
@@ -230,7 +241,13 @@ def run(args, variant: str):
     ids_gpu = torch.zeros(max_tokens, dtype=torch.int64, device=dev)
     qsl_cpu = torch.zeros(B + 2, dtype=torch.int32, pin_memory=gpu)
     qsl_gpu = torch.zeros(B + 2, dtype=torch.int32, device=dev)
-    mrope = MRopeBuffer(max_tokens, dev, pin=gpu)
+    uva = variant == "uva"
+    mrope = MRopeBuffer(max_tokens, dev, pin=gpu, uva=uva)
+    # uva: the vision position ids and cu_seqlens get pinned slots the vision kernels read in place.
+    vrings = None
+    if uva:
+        pid0, cu0 = vision_pos_ids(grids), cu_seqlens(grids)
+        vrings = (UvaRing(pid0.shape, torch.int64, gpu), UvaRing(cu0.shape, torch.int32, gpu))
     patch_dim = 3 * 2 * 16 * 16
     # Pixel content does not matter: one random frame of patches, tiled over every frame and item.
     frame = torch.randn(seg_len, patch_dim, generator=torch.Generator().manual_seed(args.seed))
@@ -268,10 +285,12 @@ def run(args, variant: str):
         pending = []   # requests in prefill: dict(prompt ids, positions, done, vision done)
         host_ms, starts, ends = [], [], []
         site_ms = {"mrope_copy": [], "vision_pos_ids": []}
+        read_ev = []   # (start, end) events around every GPU read of the M-RoPE positions
         max_n = 0
         inputs_copied = None
         all_tokens = []
         last_logits = None
+        t_loop = time.perf_counter()
         for step in range(args.steps):
             t0 = time.perf_counter()
             ev_start = Event(enable_timing=True)
@@ -295,6 +314,7 @@ def run(args, variant: str):
             # async copies out of them have run (vLLM does the same under async scheduling).
             if inputs_copied is not None:
                 inputs_copied.synchronize()
+            mrope.acquire()   # uva: the slot that no queued kernel still reads
             budget = max_tokens - B
             chunk = None
             if pending:
@@ -329,7 +349,8 @@ def run(args, variant: str):
                 if req["vision"] is None:
                     nvtx.range_push("vision_pos_ids")
                     tc = time.perf_counter()
-                    pid, cu = vision_inputs_to_device(vision_pos_ids(grids), cu_seqlens(grids), dev, variant)
+                    pid, cu = vision_inputs_to_device(vision_pos_ids(grids), cu_seqlens(grids), dev, variant,
+                                                       rings=vrings)
                     site_ms["vision_pos_ids"].append((time.perf_counter() - tc) * 1e3)
                     nvtx.range_pop()
                     nvtx.range_push("pixel_values")
@@ -337,6 +358,11 @@ def run(args, variant: str):
                     nvtx.range_pop()
                     nvtx.range_push("vision_forward")
                     req["vision"] = vision(pixels, pid, cu, seg_len)
+                    if vrings:   # the vision kernels were the slots' last readers
+                        read = Event()
+                        read.record()
+                        for r in vrings:
+                            r.release(read)
                     nvtx.range_pop()
                 nvtx.range_push("prefill")
                 x = text.embed(ids_gpu[:n])
@@ -345,7 +371,15 @@ def run(args, variant: str):
                 lo, hi = max(off, vb), min(off + n, vb + vision_tokens)
                 if lo < hi:
                     x[lo - off:hi - off] = req["vision"][lo - vb:hi - vb]
-                hpre = text(x, positions[:, :n])
+                # The kernels that read the M-RoPE positions, timed on the GPU (uva: over PCIe).
+                nvtx.range_push("rope")
+                r0, r1 = Event(enable_timing=True), Event(enable_timing=True)
+                r0.record()
+                rope = text.rope(positions[:, :n])
+                r1.record()
+                nvtx.range_pop()
+                read_ev.append((r0, r1))
+                hpre = text(x, positions[:, :n], rope=rope)
                 pre_tok = text.logits(hpre[-1:]).argmax(-1)
                 nvtx.range_pop()
                 req["done"] += n
@@ -356,7 +390,11 @@ def run(args, variant: str):
 
             nvtx.range_push("decode")
             static_ids.copy_(dec_tokens)
+            d0, d1 = Event(enable_timing=True), Event(enable_timing=True)
+            d0.record()
             static_pos.copy_(positions[:, n_pre:N])
+            d1.record()
+            read_ev.append((d0, d1))
             if graph is not None:
                 graph.replay()
                 out = static_out
@@ -372,6 +410,7 @@ def run(args, variant: str):
             ev = Event()
             ev.record()
             events[slot] = ev
+            mrope.release(ev)   # uva: prefill's rope and decode's static_pos read the slot before this
             nvtx.range_pop()
             nvtx.range_pop()
             ev_end = Event(enable_timing=True)
@@ -388,10 +427,13 @@ def run(args, variant: str):
         last_logits = text.logits(text.norm(text.embed(dec_tokens)))
         if gpu:
             torch.cuda.synchronize()
+        wall_s = time.perf_counter() - t_loop
     idle = [max(0.0, ends[i - 1].elapsed_time(starts[i])) for i in range(1, len(starts))]
     busy = [starts[i].elapsed_time(ends[i]) for i in range(len(starts))]
     tokens = torch.stack([t for t in all_tokens])
+    pos_read_ms = sum(a.elapsed_time(b) for a, b in read_ev)
     return {"tokens": tokens, "logits": last_logits, "host_ms": host_ms, "gpu_idle_ms": idle, "gpu_ms": busy,
+            "wall_s": wall_s, "positions_read_gpu_ms": pos_read_ms,
             "site_ms": site_ms, "payload_bytes": {"mrope_copy_max": 3 * 8 * max_n,
                                                "vision_pos_ids": int(vision_pos_ids(grids).nbytes)}}
 
@@ -438,12 +480,29 @@ def report(variant: str, res: dict) -> None:
     pb = res["payload_bytes"]
     print(f"[{variant}] payload bytes: vision pos ids {pb['vision_pos_ids']} per request, "
           f"M-RoPE copy up to {pb['mrope_copy_max']}")
+    print(f"[{variant}] loop wall {res['wall_s']:.3f} s = {len(res['host_ms']) / res['wall_s']:.3f} steps/s; "
+          f"GPU time of the kernels reading the M-RoPE positions {res['positions_read_gpu_ms']:.3f} ms")
     print(f"[{variant}] output digest tokens={digest(res['tokens'])} logits={digest(res['logits'])}")
+
+
+def summary(variant: str, res: dict) -> dict:
+    """The numbers of one run, as JSON (docs tables are medians over alternating runs of these)."""
+    return {"variant": variant, "steps": len(res["host_ms"]), "host_ms": res["host_ms"], "wall_s": res["wall_s"],
+            "steps_per_s": len(res["host_ms"]) / res["wall_s"], "gpu_ms": res["gpu_ms"],
+            "gpu_idle_ms": res["gpu_idle_ms"], "site_ms": res["site_ms"],
+            "positions_read_gpu_ms": res["positions_read_gpu_ms"], "payload_bytes": res["payload_bytes"],
+            "digest": {"tokens": digest(res["tokens"]), "logits": digest(res["logits"])}}
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if args.deterministic:   # before cuBLAS starts: it reads the workspace setting once
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     import torch
+
+    if args.deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)   # warns where an op has no deterministic kernel
+        torch.backends.cudnn.benchmark = False
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("qwen3vl: no CUDA device (use --device cpu for a smoke run)", file=sys.stderr)
@@ -451,14 +510,40 @@ def main(argv=None) -> int:
     name = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
     print(f"# device={name} torch={torch.__version__} args={vars(args)}")
     if args.check_identical:
-        a, b = run(args, "before"), run(args, "after")
-        report("before", a)
-        report("after", b)
-        same = torch.equal(a["tokens"], b["tokens"]) and torch.equal(a["logits"], b["logits"])
-        print(f"identical outputs (checked on {args.device} with torch.equal): {same}")
-        return 0 if same else 1
-    report(args.variant, run(args, args.variant))
+        variants = [v for v in args.variants.split(",") if v]
+        bad = [v for v in variants if v not in ("before", "after", "uva")]
+        if bad or not variants or args.repeats < 1:
+            print(f"qwen3vl: --variants takes before,after,uva and --repeats >= 1 (got {args.variants!r}, "
+                  f"{args.repeats})", file=sys.stderr)
+            return 2
+        runs, summaries = [], []
+        for _ in range(args.repeats):
+            for v in variants:
+                res = run(args, v)
+                report(v, res)
+                summaries.append(summary(v, res))
+                runs.append((v, res["tokens"], res["logits"]))
+                del res
+        _, t0, l0 = runs[0]
+        differ = [i for i, (_, t, lg) in enumerate(runs) if not (torch.equal(t0, t) and torch.equal(l0, lg))]
+        for i in differ:
+            print(f"run {i + 1} ({runs[i][0]}) differs from run 1 ({runs[0][0]})")
+        write_json(args.json, summaries)
+        print(f"identical outputs over {len(runs)} runs ({','.join(variants)} x {args.repeats}; "
+              f"checked on {args.device} with torch.equal): {not differ}")
+        return 0 if not differ else 1
+    res = run(args, args.variant)
+    report(args.variant, res)
+    write_json(args.json, [summary(args.variant, res)])
     return 0
+
+
+def write_json(path, runs) -> None:
+    if path:
+        import json
+
+        with open(path, "w") as f:
+            json.dump(runs, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Host-side input builders of the Qwen3-VL model-runner reproduction (workloads/qwen3vl.py).
 
 Everything here runs on the CPU and is tested in CI; the GPU parts live in qwen3vl.py.
-The two copy sites that vLLM fixed are `MRopeBuffer.copy_to_device` and `vision_inputs_to_device`.
+The two copy sites that vLLM fixed are `MRopeBuffer.copy_to_device` and `vision_inputs_to_device`;
+`UvaRing` holds the third design (no copy: kernels read pinned memory in place).
 """
 from __future__ import annotations
 
@@ -96,17 +97,80 @@ def next_position(positions: np.ndarray) -> int:
     return int(positions.max()) + 1 if positions.size else 0
 
 
+def device_view(host):
+    """A CUDA tensor over a pinned host tensor's own memory (unified virtual addressing: a pinned
+    allocation has the same address on the device), so kernels read it over PCIe with no copy call.
+    PyTorch has no public call for this; `__cuda_array_interface__` hands it the address, and PyTorch
+    checks with cudaPointerGetAttributes that the memory is registered with CUDA. On the CPU
+    (smoke runs) the host tensor is its own view."""
+    import torch
+
+    if not host.is_pinned():
+        return host
+
+    class _Iface:
+        def __init__(self, t):
+            self.keep = t   # the view must not outlive the pinned storage
+            self.__cuda_array_interface__ = {
+                "shape": tuple(t.shape), "typestr": t.numpy().dtype.str, "version": 3,
+                "data": (t.data_ptr(), False), "strides": tuple(x * t.element_size() for x in t.stride())}
+
+    return torch.as_tensor(_Iface(host), device="cuda")
+
+
+class UvaRing:
+    """Pinned host slots the GPU reads in place (`device_view`). The host may rewrite a slot only
+    after every queued kernel that reads it has run: each slot keeps the event recorded behind its
+    last reader, and `acquire` waits on it. Two slots let the host fill step k+1's inputs while step
+    k's kernels still read theirs; under async scheduling step k-1 has finished by then, so the wait
+    is normally already over."""
+
+    def __init__(self, shape, dtype, pin: bool, slots: int = 2):
+        import torch
+
+        self.host = [torch.zeros(shape, dtype=dtype, pin_memory=pin) for _ in range(slots)]
+        self.dev = [device_view(h) for h in self.host]
+        self.done = [None] * slots
+        self.i = 0
+
+    def acquire(self):
+        self.i = (self.i + 1) % len(self.host)
+        if self.done[self.i] is not None:
+            self.done[self.i].synchronize()
+            self.done[self.i] = None
+        return self.host[self.i], self.dev[self.i]
+
+    def release(self, event) -> None:
+        """`event` is recorded on the stream after the last kernel that reads the current slot."""
+        self.done[self.i] = event
+
+
 class MRopeBuffer:
     """vLLM's M-RoPE positions buffer: a pinned `[3, max_num_tokens + 1]` int64 CPU tensor and its
     device twin. The extra column makes `cpu[:, :N]` a strided view, which PyTorch copies through a
-    pageable contiguous temporary (the `before` bug)."""
+    pageable contiguous temporary (the `before` bug). With `uva`, there is no device twin: the kernels
+    read the pinned buffer itself through its device address (Model Runner V2's design), from a
+    two-slot `UvaRing`."""
 
-    def __init__(self, max_num_tokens: int, device, pin: bool):
+    def __init__(self, max_num_tokens: int, device, pin: bool, uva: bool = False):
         import torch
 
         self.max_num_tokens = max_num_tokens
-        self.cpu = torch.zeros((3, max_num_tokens + 1), dtype=torch.int64, pin_memory=pin)
-        self.gpu = torch.zeros((3, max_num_tokens + 1), dtype=torch.int64, device=device)
+        self.ring = UvaRing((3, max_num_tokens + 1), torch.int64, pin) if uva else None
+        if self.ring is None:
+            self.cpu = torch.zeros((3, max_num_tokens + 1), dtype=torch.int64, pin_memory=pin)
+            self.gpu = torch.zeros((3, max_num_tokens + 1), dtype=torch.int64, device=device)
+        else:
+            self.cpu, self.gpu = self.ring.host[0], self.ring.dev[0]
+
+    def acquire(self) -> None:
+        """Before a step writes positions: with `uva`, take the slot no queued kernel still reads."""
+        if self.ring is not None:
+            self.cpu, self.gpu = self.ring.acquire()
+
+    def release(self, event) -> None:
+        if self.ring is not None:
+            self.ring.release(event)
 
     def write(self, offset: int, positions: np.ndarray) -> None:
         n = positions.shape[1]
@@ -120,16 +184,33 @@ class MRopeBuffer:
         elif variant == "after":
             for row in range(3):  # each row is contiguous in the pinned buffer: a true async DMA
                 self.gpu[row, :n].copy_(self.cpu[row, :n], non_blocking=True)
+        elif variant == "uva":
+            if self.ring is None:
+                raise ValueError("variant 'uva' needs MRopeBuffer(..., uva=True)")
+            # no copy: the kernels read the pinned slot in place
         else:
             raise ValueError(f"unknown variant {variant!r}")
         return self.gpu[:, :n]
 
 
-def vision_inputs_to_device(pos_ids: np.ndarray, seqlens: np.ndarray, device, variant: str):
+def vision_inputs_to_device(pos_ids: np.ndarray, seqlens: np.ndarray, device, variant: str, rings=None):
     """Move the numpy-built vision position ids and cu_seqlens to the device: `before` copies the
-    pageable numpy memory (blocks behind queued GPU work); `after` pins first (the vLLM fix)."""
+    pageable numpy memory (blocks behind queued GPU work); `after` pins first (the vLLM fix); `uva`
+    writes them into pinned `UvaRing` slots (`rings`, one per array) that the vision kernels read in
+    place: no copy call (the caller releases the slots behind their readers)."""
     import torch
 
+    if variant == "uva":
+        if rings is None:
+            raise ValueError("variant 'uva' needs the staging rings")
+        out = []
+        for arr, ring in zip((pos_ids, seqlens), rings):
+            host, dev = ring.acquire()
+            if tuple(host.shape) != arr.shape:
+                raise ValueError(f"staging slot {tuple(host.shape)} does not fit {arr.shape}")
+            host.numpy()[...] = arr
+            out.append(dev)
+        return out[0], out[1]
     out = []
     for arr in (pos_ids, seqlens):
         t = torch.from_numpy(arr)
