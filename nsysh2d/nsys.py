@@ -95,9 +95,8 @@ def find_importer(nsys_path: str) -> str | None:
 
 @dataclass
 class CaptureOptions:
-    """What `nsys profile` records. The default is the cheap capture: CUDA API + activity and NVTX, no CPU
-    sampling. Backtraces (native: cudabacktrace, Python: python_backtrace) need sampling, which costs ten times
-    the capture time and a ~2 GB raw file on qwen3vl (docs/benchmarks.md, "What a capture costs")."""
+    """What `nsys profile` records; by default CUDA + NVTX without CPU sampling, which backtraces need and which
+    costs 10x the capture time and ~2 GB raw on qwen3vl (docs/benchmarks.md, "What a capture costs")."""
     trace: str = "cuda,nvtx"
     cudabacktrace: str | None = None
     sample: str = "none"
@@ -112,9 +111,7 @@ class CaptureOptions:
         return blobs + list(self.export_extra)
 
     def args(self) -> list[str]:
-        sample = self.sample
-        # nsys records Python stacks only where it records the CUDA call's backtrace, and backtraces only
-        # while CPU sampling is on.
+        sample = self.sample   # nsys records Python stacks only with CUDA backtraces, and those only while sampling
         cudabacktrace = self.cudabacktrace or ("memory" if self.python_backtrace else None)
         if cudabacktrace and sample == "none":
             sample = "process-tree"
