@@ -57,3 +57,64 @@ def test_bisected_threshold_is_2_mib_for_one_copy_at_every_backlog():
             assert not any(waits(v, b, 1, s * kib) for s in range(64, 2049, 64))
         assert not waits(v, 10000, 2, 1024 * kib) and waits(v, 10000, 2, 1088 * kib)
         assert not waits(v, 10000, 4, 64 * kib) and waits(v, 10000, 4, 128 * kib)
+
+
+def queued_ahead_sql(path, corr, api_start, stream, pid):
+    """The launches (distinct correlationIds: a graph replay is one) the process made on the stream before the
+    call that had not started when the call began: plain SQL over the activity tables."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    tables = {t for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    parts = [f"SELECT correlationId FROM {t} WHERE streamId = ? AND globalPid = ? AND correlationId < ? AND start > ?"
+             for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                       "CUPTI_ACTIVITY_KIND_GRAPH_TRACE") if t in tables]
+    args = [stream, pid, corr, api_start] * len(parts)
+    return con.execute(f"SELECT count(DISTINCT correlationId) FROM ({' UNION ALL '.join(parts)})", args).fetchone()[0]
+
+
+def queued_ahead_json(path, call):
+    """The same count from a Kineto trace's JSON: GPU events on the call's device and stream with a lower
+    correlation id that started after the call did."""
+    with gzip.open(path, "rt") as f:
+        evs = json.load(f)["traceEvents"]
+    ev = next(e for e in evs if e.get("cat") == "cuda_runtime" and round(e["ts"] * 1000) == call["api_start_ns"])
+    corr = ev["args"]["correlation"]
+    return len({e["args"]["correlation"] for e in evs
+                if e.get("cat") in ("kernel", "gpu_memset", "gpu_memcpy") and e["args"].get("stream") == call["stream"]
+                and e["args"]["correlation"] < corr and e["ts"] * 1000 > call["api_start_ns"]})
+
+
+def test_calls_into_a_full_queue_are_named_so_with_the_count_plain_sql_gives():
+    """Issue 40: the long pinned copies of the Qwen3-VL step that queues seconds of work waited for a slot, not for
+    their transfer: every one had >= 1000 items launched ahead and not started (the probe: a stream holds 1021).
+    The report's queued_ahead equals plain SQL; its cause is launch_queue; blocking calls stay 'backlog'."""
+    from conftest import H200, run_cli
+
+    for name in ("qwen3vl-after", "qwen3vl-before"):
+        path = H200 / f"{name}.sqlite"
+        doc = json.loads(run_cli("analyze", path, "--format", "json", "--top", "20").stdout)["reports"][0]
+        import sqlite3
+
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        causes = set()
+        for t in doc["top"]:
+            corr, pid = con.execute(
+                "SELECT r.correlationId, m.globalPid FROM CUPTI_ACTIVITY_KIND_RUNTIME r "
+                "JOIN CUPTI_ACTIVITY_KIND_MEMCPY m USING (correlationId) WHERE r.start = ? AND r.eventClass = 0",
+                (t["api_start_ns"],)).fetchone()
+            assert t["queued_ahead"] == queued_ahead_sql(path, corr, t["api_start_ns"], t["stream"], pid)
+            expected = ("backlog" if t["waited_for_gpu"] else "launch_queue" if t["queued_ahead"] >= 1000 else None)
+            assert t["cause"] == expected
+            causes.add(t["cause"])
+        if name == "qwen3vl-after":
+            assert causes == {"launch_queue"} and len(doc["top"]) == 5
+            text = " ".join(run_cli("analyze", path).stdout.split())   # the note wraps at the terminal's width
+            assert "queue full: 5 of these calls (waited: queue)" in text and "pinning does not help" in text
+        else:
+            assert {"backlog", "launch_queue"} <= causes
+    kineto = DATA / "kineto" / "qwen3vl-after.pt.trace.json.gz"
+    doc = json.loads(run_cli("analyze", kineto, "--format", "json").stdout)["reports"][0]
+    assert {t["cause"] for t in doc["top"]} == {"launch_queue"}
+    for t in doc["top"]:
+        assert t["queued_ahead"] == queued_ahead_json(kineto, t) and t["queued_ahead"] >= 1000

@@ -53,13 +53,13 @@ GROUP_COLUMNS = [Column("group", "group"), Column("calls", "calls", "int"), Colu
                  Column("blocking_calls", "blocking", "int"), Column("blocking_ns", "blocked", "ns"),
                  Column("gpu_idle_ns", "GPU idle", "ns"), Column("max_ns", "max", "ns"), Column("bytes", "bytes", "bytes")]
 TOP_COLUMNS = [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes"), Column("source_class", "class"),
-               Column("waited_for_gpu", "waited", "bool"), Column("backlog_ns", "backlog", "ns"),
+               Column("waited_s", "waited"), Column("backlog_ns", "backlog", "ns"),
                Column("gpu_idle_ns", "GPU idle", "ns"), Column("where", "call site"), Column("nvtx_path", "NVTX path"),
                Column("fix", "fix")]
 
 
 def analyze_html(reports, errors) -> str:
-    from .sections import report_heading
+    from .sections import report_heading, waited_cell
 
     body = []
     for i, rep in enumerate(r.to_json() for r in reports):
@@ -84,7 +84,8 @@ def analyze_html(reports, errors) -> str:
                                                              ("gpu_idle_ns", "GPU idle")],
                                               f"by {title}", f"bars-{g}-{i}"), f"bars-{g}-{i}", f"long copies by {title}"))
         body.append("<h3>Longest calls and their fixes</h3>")
-        body.append(table(TOP_COLUMNS, [{**r, "where": r.get("site_line") or r.get("site")} for r in top], f"top-{i}"))
+        body.append(table(TOP_COLUMNS, [{**r, "where": r.get("site_line") or r.get("site"), "waited_s": waited_cell(r)}
+                                        for r in top], f"top-{i}"))
         body.append("<h3>By call site</h3>" + table(GROUP_COLUMNS, rep.get("by_site", []), f"by-site-{i}"))
         body += [f'<p class="warn">warning: {esc(w)}</p>' for w in rep.get("warnings", [])]
         body.append("</section>")

@@ -65,15 +65,20 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
         sections.append(Section(
             f"longest calls (top {len(rep['top'])})",
             [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes", drop=2),
-             Column("source_class", "class"), Column("waited_for_gpu", "waited", "bool"),
+             Column("source_class", "class"), Column("waited_s", "waited"),
              Column("backlog_ns", "backlog", "ns"), Column("gpu_idle_ns", "GPU idle", "ns", drop=1),
              Column("wait_ns", "wait", "ns", drop=3),
              Column("api", "API", drop=5), Column("where", "call site"), Column("nvtx_path", "NVTX path")],
-            [{**r, "where": r.get("site_line") or r.get("site")} for r in rep["top"]],
+            [{**r, "where": r.get("site_line") or r.get("site"), "waited_s": waited_cell(r)} for r in rep["top"]],
             note="backlog: time from the call until the GPU work queued ahead of it on its stream drained; "
                  "GPU idle: time during the call when its device ran no kernel (the copy's own transfer is idle "
                  "time); wait: call start -> its GPU copy start."))
         fixes = []
+        full = [r for r in rep["top"] if r.get("cause") == "launch_queue"]
+        if full:   # the calls that waited for a slot, not for the GPU: one line, whatever their class
+            fixes.append(Line("queue full: {} of these calls (waited: queue) waited for a slot ({}+ launches ahead on "
+                              "their stream had not started; a stream holds 1021): {}", Trusted(str(len(full))),
+                              Trusted(str(min(r["queued_ahead"] for r in full))), Trusted(QUEUE_FULL_FIX)))
         for r in rep["top"]:
             if r.get("waited_for_gpu") and r.get("fix"):
                 line = Line("fix {} [{}]: {}", r.get("site") or r.get("nvtx_range") or Trusted("(call site unknown)"),
@@ -84,6 +89,18 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
     if rep.get("warnings"):
         sections[-1].lines += [f"warning: {w}" for w in rep["warnings"]]
     return sections
+
+
+QUEUE_FULL_FIX = ("pinning does not help; launch less per step (CUDA graphs, fused kernels) or let the host run "
+                  "less far ahead (docs/why-non-blocking-blocks.md)")
+
+
+def waited_cell(r: dict) -> str:
+    """yes: it waited for the GPU work queued ahead (analyses' waited_for_gpu); queue: it waited for a slot in its
+    stream's full queue (top.sql's cause launch_queue); no: neither explains it."""
+    if r.get("waited_for_gpu"):
+        return "yes"
+    return "queue" if r.get("cause") == "launch_queue" else "no"
 
 
 def api_section(rep: dict, note: str | None = None) -> Section:

@@ -13,15 +13,17 @@
 -- waited_for_gpu: the rule of rules.sql. *_g: numbers of the labels (what summary.sql groups on).
 -- Filled on demand (model/pipeline.py, BACKLOG): backlog (backlog.sql), work and the windows it covers
 -- (work.sql, probe_windows.sql). Empty until a report needs them.
-CREATE TEMP TABLE backlog (global_pid BIGINT, correlation_id BIGINT, backlog_ns BIGINT, gpu_idle_ns BIGINT);
-CREATE TEMP TABLE work (device_id INTEGER, stream_id INTEGER, start BIGINT, "end" BIGINT, busy BOOLEAN);
+CREATE TEMP TABLE backlog (global_pid BIGINT, correlation_id BIGINT, backlog_ns BIGINT, gpu_idle_ns BIGINT,
+                           queued_ahead BIGINT);
+CREATE TEMP TABLE work (device_id INTEGER, stream_id INTEGER, start BIGINT, "end" BIGINT, busy BOOLEAN,
+                        correlation_id BIGINT, global_pid BIGINT);
 CREATE TEMP TABLE work_windows (lo BIGINT, hi BIGINT);
 CREATE TEMP TABLE work_spans (lo BIGINT, hi BIGINT);
 
 CREATE TEMP VIEW calls_l AS
 SELECT c.*, c.api_end - c.api_start AS host_ns, s.value AS api_name, s.api, COALESCE(s.sync, false) AS sync,
        k.src_kind_name, k.dst_kind_name, k.copy_kind_name, k.direction, k.kind_g, k.src_g,
-       b.backlog_ns, b.gpu_idle_ns,
+       b.backlog_ns, b.gpu_idle_ns, b.queued_ahead,
        waited_for_gpu(c.api_end, c.gpu_start, c.api_end - c.api_start, b.backlog_ns) AS waited_for_gpu
 FROM calls_k c
 LEFT JOIN api_names s ON s.id = c.name_id
@@ -41,7 +43,7 @@ SELECT c.global_pid, c.global_tid, c.correlation_id, c.name_id,
        c.src_kind_name, c.dst_kind_name, c.copy_kind_name, c.direction,
        c.kind_g, c.src_g, COALESCE(a.site_g, 0) AS site_g, COALESCE(a.class_g, 0) AS class_g,
        COALESCE(a.fix_g, 0) AS fix_g, c.nvtx_g,
-       c.backlog_ns, c.gpu_idle_ns,
+       c.backlog_ns, c.gpu_idle_ns, c.queued_ahead,
        c.gpu_start - c.api_start AS wait_ns,
        a.site, a.site_line, a.site_origin, a.source_class, a.evidence, a.fix, c.waited_for_gpu
 FROM calls_l c

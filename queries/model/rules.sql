@@ -14,3 +14,9 @@ CREATE MACRO is_blocking(host_ns, min_ns, waited) AS is_long(host_ns, min_ns) AN
 -- selected: a call of the direction ('h2d', 'd2h', 'all') and copy APIs ('async', 'sync', 'all') asked for.
 CREATE MACRO selected(direction, sync, want_direction, want_calls) AS
     (want_direction = 'all' OR direction = want_direction) AND (want_calls = 'all' OR sync = (want_calls = 'sync'));
+-- a full queue: at least this many kernels, memsets and copies launched earlier on the call's stream had not
+-- started when the call began. A stream holds 1021 behind the running item (workloads/launch_queue.py, H100:
+-- the 1022nd launch waits for the first to end); the traces of the Qwen3-VL step that stalls show 1012-1021
+-- (items the trace does not record, such as event records, take slots too). A call into a full queue waits
+-- for a slot, not for its own transfer: pinning does not help (docs/why-non-blocking-blocks.md).
+CREATE MACRO queue_full(queued_ahead) AS queued_ahead >= 1000;
