@@ -219,7 +219,7 @@ def capture(nsys: str, outdir: Path, label: str, target: list[str], opts: Captur
 
 
 def cuda_calls(sqlite_path: str) -> int:
-    """CUDA API rows in an export (stdlib sqlite3: profiling never needs DuckDB)."""
+    """CUDA API rows in an export (stdlib sqlite3: profiling never needs DuckDB)."""   # SQL in Python: that count
     import sqlite3
     from urllib.parse import quote
 

@@ -1,5 +1,6 @@
 """The house rules of issue 20, checked: layers as subpackages, small modules, a thin CLI, SQL by layer."""
 import ast
+import re
 from pathlib import Path
 
 import click
@@ -146,3 +147,16 @@ def test_no_upward_imports():
     upward = [f"{m} -> {d}" for m, deps in import_graph().items() for d in deps if layer_of(d) > layer_of(m)]
     assert not upward, upward
     assert layer_of("nsysh2d.source.export") == 1 and layer_of("nsysh2d.cli") == len(LAYERS)
+
+
+SQL_IN_PYTHON = re.compile(r"""(?:f?["'])(SELECT|INSERT|CREATE|ATTACH|LOAD|SET|PRAGMA|DROP|DELETE|UPDATE)\s""")
+
+
+def test_python_builds_sql_only_where_the_file_says_why():
+    """Issue 36: SQL lives in queries/; a Python module with SQL text in a string says why, in a comment that
+    starts with 'SQL in Python:'. A new such module fails here until it does (and is then reviewed)."""
+    with_sql = {str(f.relative_to(PKG.parent)) for f in PKG.rglob("*.py")
+                if "recipe" not in f.parts and SQL_IN_PYTHON.search(f.read_text())}
+    unexplained = [f for f in sorted(with_sql) if "# SQL in Python: " not in (PKG.parent / f).read_text()]
+    assert not unexplained, unexplained
+    assert len(with_sql) <= 9, sorted(with_sql)   # raise on purpose, with the reason written in the module

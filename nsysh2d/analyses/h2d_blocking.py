@@ -5,6 +5,8 @@ cache payload and the source of a baseline. Per-step figures are derived in one 
 """
 from __future__ import annotations
 
+# SQL in Python: one check that DuckDB accepts the step pattern (a $parameter).
+
 from dataclasses import dataclass, field, fields
 
 from .options import API_GROUPS, Options, check_grouping

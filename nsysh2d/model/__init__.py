@@ -2,6 +2,8 @@
 backlog behind it on demand. Built by the named steps of pipeline.py; analyses read `copies_x`."""
 from __future__ import annotations
 
+# SQL in Python: two one-line reads of tables the pipeline made (no value from outside reaches them).
+
 import os
 
 from ..source import Trace

@@ -10,6 +10,8 @@ RSS of each step on stderr.
 """
 from __future__ import annotations
 
+# SQL in Python: the steps' run conditions, composed of the constants below (FOLDS, ALL_CLAIMED).
+
 import os
 import sys
 import time

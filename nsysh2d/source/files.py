@@ -1,6 +1,8 @@
 """Is this file an nsys SQLite export we can read? Says what it is instead when it is not."""
 from __future__ import annotations
 
+# SQL in Python: a PRAGMA that replays a WAL into a private copy, and a count that checks the copy opens.
+
 import re
 import stat
 from contextlib import contextmanager

@@ -12,6 +12,8 @@ arrives (analysis.py) instead of holding every raw row at once.
 """
 from __future__ import annotations
 
+# SQL in Python: SQLite statements per rowid range, built from schema.VIEWS' column map and integer bounds.
+
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor

@@ -11,6 +11,8 @@ microseconds with a nanosecond fraction: they become integer ns (rounded, so wit
 """
 from __future__ import annotations
 
+# SQL in Python: copying registered Arrow tables into tables of fixed, internal names.
+
 import math
 import os
 import re

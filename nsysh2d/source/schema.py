@@ -6,6 +6,9 @@ nsys option that records it.
 """
 from __future__ import annotations
 
+# SQL in Python: the n.* views are built from data (schema.VIEWS and the columns the file has): that mapping
+# is what turns nsys versions into one schema; names are checked identifiers, values never formatted in.
+
 from ..errors import BadInput
 from . import sql
 

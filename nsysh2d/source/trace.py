@@ -6,6 +6,9 @@ beside the user's file.
 """
 from __future__ import annotations
 
+# SQL in Python: the connection's set-up (LOAD, ATTACH with the path quoted by _sql_string) and reads with the
+# standard library's sqlite3 of what DuckDB's scanner cannot read (blobs, the file's own view list).
+
 import html
 import os
 import shutil
