@@ -65,13 +65,13 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
     If nsys leaves a .qdstrm because it could not find its importer, a QdstrmImporter near the
     nsys binary finishes the job. Prints what it wrote and the command to run next.
     """
-    from .nsys import profile_targets
+    from .nsys import CaptureOptions, ProfileRequest, profile_targets
 
-    return profile_targets(list(target), output_dir=output_dir, name=name, variants=variants,
-                           no_variants=no_variants, nsys_path=nsys_path, trace=trace, cudabacktrace=cudabacktrace,
-                           sample=sample, python_backtrace=python_backtrace, nsys_args=nsys_args,
-                           export_args=export_args, importer_lib=importer_lib, python_exe=python_exe,
-                           dry_run=dry_run, echo=note, kineto=kineto)
+    req = ProfileRequest(list(target), output_dir, name, variants, no_variants, nsys_path, importer_lib, python_exe,
+                         dry_run, kineto)
+    opts = CaptureOptions(trace=trace, cudabacktrace=cudabacktrace, sample=sample, python_backtrace=python_backtrace,
+                          extra=list(nsys_args), export_extra=list(export_args))
+    return profile_targets(req, opts, echo=note)
 
 
 @main.command()

@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .workload import workload_variants  # noqa: F401  (nsys.workload_variants: what profile captures)
 from .errors import (
     EXIT_BAD_INPUT,
     EXIT_EXPORT_FAILED,
@@ -105,6 +106,10 @@ class CaptureOptions:
     extra: list[str] = field(default_factory=list)
     export_extra: list[str] = field(default_factory=list)
 
+    def __post_init__(self):
+        if self.cudabacktrace in ("none", ""):   # the CLI's spelling of "off"
+            self.cudabacktrace = None
+
     def export_args(self) -> list[str]:
         # Python backtraces are NVTX extended payloads: nsys exports them only with --include-blobs.
         blobs = ["--include-blobs=true"] if self.python_backtrace else []
@@ -129,23 +134,6 @@ def profile_command(nsys: str, output_base: str, target: list[str], opts: Captur
 
 def export_command(nsys: str, report: str, sqlite_out: str, extra: list[str] | None = None) -> list[str]:
     return [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", *(extra or []), "-o", sqlite_out, report]
-
-
-def workload_variants(script: str) -> list[str]:
-    """The values of a workload's `--variant` option, read from its source without running it
-    (running it would import torch and take seconds)."""
-    try:
-        text = Path(script).read_text(errors="replace")
-    except OSError:
-        return []
-    if not re.search(r"[\"']--variant[\"']", text):  # the option itself, not e.g. --variants
-        return []
-    m = re.search(r"--variant[\"'][^)]*?choices\s*=\s*[\[(]([^\])]*)[\])]", text, re.S)
-    if m:
-        names = re.findall(r"[\"']([\w.-]+)[\"']", m.group(1))
-        if names:
-            return names
-    return ["before", "after"]
 
 
 @dataclass
@@ -233,11 +221,27 @@ def cuda_calls(sqlite_path: str) -> int:
         return 0
 
 
-def profile_targets(target: list[str], *, output_dir, name, variants, no_variants, nsys_path, trace, cudabacktrace,
-                    sample, python_backtrace, nsys_args, export_args, importer_lib, python_exe, dry_run,
-                    echo, kineto: bool = False) -> int:
+@dataclass
+class ProfileRequest:
+    """What `nsysh2d profile` captures and where (what nsys records is CaptureOptions)."""
+    target: list[str]
+    output_dir: str = "nsysh2d-out"
+    name: str | None = None
+    variants: str | None = None          # comma-separated --variant values; None: the workload's own
+    no_variants: bool = False
+    nsys_path: str | None = None
+    importer_lib: str | None = None
+    python_exe: str = sys.executable
+    dry_run: bool = False
+    kineto: bool = False                 # torch.profiler instead of nsys
+
+
+def profile_targets(req: ProfileRequest, opts: CaptureOptions, echo) -> int:
     """`nsysh2d profile`: each variant of a workload (or the command) captured and exported. echo(text,
     err=False) prints."""
+    target, output_dir, name, variants, no_variants = req.target, req.output_dir, req.name, req.variants, req.no_variants
+    nsys_path, importer_lib, python_exe, dry_run, kineto = (req.nsys_path, req.importer_lib, req.python_exe,
+                                                             req.dry_run, req.kineto)
     parts = list(target)
     if parts and parts[0] == "--":
         parts = parts[1:]
@@ -256,10 +260,6 @@ def profile_targets(target: list[str], *, output_dir, name, variants, no_variant
     else:
         base_cmd, label = parts, name or Path(parts[0]).name
         found = [] if (no_variants or not variants) else variants.split(",")
-    opts = CaptureOptions(
-        trace=trace, cudabacktrace=None if cudabacktrace in ("none", "") else cudabacktrace,
-        sample=sample, python_backtrace=python_backtrace, extra=list(nsys_args),
-        export_extra=list(export_args))
     runs = [(f"{label}-{v}", [*base_cmd, "--variant", v]) for v in found] or [(label, base_cmd)]
     if kineto:
         if not is_script:
@@ -291,7 +291,7 @@ def profile_targets(target: list[str], *, output_dir, name, variants, no_variant
             empty.append(res.sqlite)
     if empty:
         raise NsysH2DError(f"{', '.join(empty)}: the workload made no CUDA API call that nsys recorded, so there is "
-                           f"nothing to analyze (does it see a GPU? is 'cuda' in --trace, now {trace!r}?)",
+                           f"nothing to analyze (does it see a GPU? is 'cuda' in --trace, now {opts.trace!r}?)",
                            EXIT_WORKLOAD_FAILED)
     if len(written) == 2:
         echo(f"next: nsysh2d compare {written[0]} {written[1]}")
