@@ -290,3 +290,9 @@ def test_cheap_default_capture_finds_the_same_blocking_copies_as_the_sampled_one
         assert {r["group"] for r in doc["by_nvtx"] if r["blocking_calls"]} == {"mrope_copy", "vision_pos_ids"}
     classes = {n: {r["group"] for r in d["by_class"] if r["blocking_calls"]} for n, (_c, d) in found.items()}
     assert classes == {"cost-none": {"pageable"}, "cost-default": {"pageable", "pinned_strided"}}
+    # Without stacks the fix says what it cannot rule out (the M-RoPE copy is in fact strided-pinned); with them
+    # the classes are told apart and the caveat is gone.
+    fixes = {n: {t["fix"] for t in d["top"] if t["waited_for_gpu"]} for n, (_c, d) in found.items()}
+    assert fixes["cost-none"] and all("classed by memory kind alone" in f and "strided view of pinned memory" in f
+                                      for f in fixes["cost-none"])
+    assert not any("classed by memory kind alone" in f for f in fixes["cost-default"])

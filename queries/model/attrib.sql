@@ -71,6 +71,12 @@ a AS (
            f.fix || CASE
                -- Where to look is half the fix: say how to get it where the trace has no file:line.
                WHEN k.source_class IN ('pinned', 'device', 'unknown') OR k.py_site IS NOT NULL THEN ''
+               -- Classed by memory kind alone (the default capture records no stacks): the strided-pinned
+               -- case looks the same and needs the other fix.
+               WHEN (SELECT name FROM framework) = 'torch' AND k.source_class = 'pageable' AND NOT k.has_native
+                   THEN '; classed by memory kind alone (no stack in this capture): if the source is a strided '
+                        || 'view of pinned memory, copy its contiguous rows instead; `nsysh2d profile '
+                        || '--python-backtrace` records the stacks that tell them apart, and the Python file:line'
                WHEN (SELECT name FROM framework) = 'torch'
                    THEN '; for its Python file:line, capture with `nsysh2d profile --python-backtrace`'
                WHEN k.native_site IS NULL THEN '; for its call site, capture with nsys --cudabacktrace=memory'
