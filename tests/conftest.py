@@ -28,7 +28,9 @@ SWEEP = H200 / "h2d-sweep.sqlite"
 # generated multi-million-row exports. `pytest -m "not slow"` is the inner loop; `pytest` runs everything.
 SLOW_FILES = {"test_cluster.py", "test_html.py", "test_properties.py", "test_runtime_check.py",
               "test_h200_runtime_check.py", "test_workloads.py", "test_real_nsys.py", "test_profile.py",
-              "test_benchmarks.py", "test_battery.py", "test_robustness.py", "test_cpus.py", "test_ci_example.py"}
+              "test_benchmarks.py", "test_battery.py", "test_robustness.py", "test_cpus.py", "test_ci_example.py",
+              # real-trace end to end on the Kineto captures (JSON parsing of MB-sized traces in each test)
+              "test_kineto.py", "test_kineto_fuzz.py", "test_uva.py"}
 
 
 def pytest_collection_modifyitems(items):
