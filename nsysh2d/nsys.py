@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .workload import workload_variants  # noqa: F401  (nsys.workload_variants: what profile captures)
+from .workload import workload_variants
 from .errors import (
     EXIT_BAD_INPUT,
     EXIT_EXPORT_FAILED,
@@ -239,10 +239,7 @@ class ProfileRequest:
 def profile_targets(req: ProfileRequest, opts: CaptureOptions, echo) -> int:
     """`nsysh2d profile`: each variant of a workload (or the command) captured and exported. echo(text,
     err=False) prints."""
-    target, output_dir, name, variants, no_variants = req.target, req.output_dir, req.name, req.variants, req.no_variants
-    nsys_path, importer_lib, python_exe, dry_run, kineto = (req.nsys_path, req.importer_lib, req.python_exe,
-                                                             req.dry_run, req.kineto)
-    parts = list(target)
+    parts = list(req.target)
     if parts and parts[0] == "--":
         parts = parts[1:]
     if not parts:
@@ -254,28 +251,28 @@ def profile_targets(req: ProfileRequest, opts: CaptureOptions, echo) -> int:
             rest = rest[1:]
         if not os.path.isfile(script):
             raise NsysH2DError(f"{script}: no such workload file", EXIT_BAD_INPUT)
-        base_cmd = [python_exe, os.path.abspath(script), *rest]
-        label = name or Path(script).stem
-        found = [] if no_variants else (variants.split(",") if variants else workload_variants(script))
+        base_cmd = [req.python_exe, os.path.abspath(script), *rest]
+        label = req.name or Path(script).stem
+        found = [] if req.no_variants else (req.variants.split(",") if req.variants else workload_variants(script))
     else:
-        base_cmd, label = parts, name or Path(parts[0]).name
-        found = [] if (no_variants or not variants) else variants.split(",")
+        base_cmd, label = parts, req.name or Path(parts[0]).name
+        found = [] if (req.no_variants or not req.variants) else req.variants.split(",")
     runs = [(f"{label}-{v}", [*base_cmd, "--variant", v]) for v in found] or [(label, base_cmd)]
-    if kineto:
+    if req.kineto:
         if not is_script:
             raise NsysH2DError("--kineto runs a Python workload under torch.profiler: give WORKLOAD.py", EXIT_BAD_INPUT)
         from .torch_profile import capture_runs
-        return capture_runs(runs, Path(output_dir), dry_run, echo)
-    if dry_run:
-        exe = nsys_path or os.environ.get("NSYS") or "nsys"
+        return capture_runs(runs, Path(req.output_dir), req.dry_run, echo)
+    if req.dry_run:
+        exe = req.nsys_path or os.environ.get("NSYS") or "nsys"
         for lab, cmd in runs:
-            echo(" ".join(profile_command(exe, str(Path(output_dir) / lab), cmd, opts)))
-            echo(" ".join(export_command(exe, str(Path(output_dir) / f"{lab}.nsys-rep"),
-                                                        str(Path(output_dir) / f"{lab}.sqlite"), opts.export_args())))
+            echo(" ".join(profile_command(exe, str(Path(req.output_dir) / lab), cmd, opts)))
+            echo(" ".join(export_command(exe, str(Path(req.output_dir) / f"{lab}.nsys-rep"),
+                                                        str(Path(req.output_dir) / f"{lab}.sqlite"), opts.export_args())))
         return 0
-    exe = find_nsys(nsys_path)
+    exe = find_nsys(req.nsys_path)
     echo(f"nsys: {exe}", err=True)
-    out = Path(output_dir)
+    out = Path(req.output_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as e:
@@ -283,7 +280,7 @@ def profile_targets(req: ProfileRequest, opts: CaptureOptions, echo) -> int:
     written, empty = [], []
     for i, (lab, cmd) in enumerate(runs, 1):
         echo(f"[{i}/{len(runs)}] capturing {lab}", err=True)
-        res = capture(exe, out, lab, cmd, opts, importer_lib=importer_lib,
+        res = capture(exe, out, lab, cmd, opts, importer_lib=req.importer_lib,
                               echo=lambda s: echo(s, err=True))
         written.append(res.sqlite)
         echo(f"wrote {res.sqlite} (report {res.report}, log {res.log})")

@@ -34,8 +34,10 @@ def compare_output(fmt: str, comparison, before: str, after: str) -> str:
         doc = comparison.to_json()
         rows = [{"by": "totals", "key": "(all)", **doc["totals"]}]
         rows += [{"by": g, **row} for g in ("kind", "class", "site", "nvtx") for row in doc.get(f"by_{g}") or []]
-        rows += [{"by": "range", "key": "(steps)" if r["is_step"] else r["name"],
-                  **{k: v for k, v in r.items() if k not in ("name", "grew")}} for r in doc.get("ranges") or []]
+        from .sections import range_label
+
+        rows += [{"by": "range", "key": range_label(r), **{k: v for k, v in r.items() if k not in ("name", "grew")}}
+                 for r in doc.get("ranges") or []]
         return rows_csv([{"before": before, "after": after, **row} for row in rows])
     if fmt == "html":
         from .html import compare_html

@@ -177,15 +177,18 @@ def compare_sections(comparison) -> list[Section]:
     return secs
 
 
+def range_label(r: dict):
+    """A range row's name; the steps' row (is_step) is named by us."""
+    return Trusted("(steps)") if r["is_step"] else r["name"]
+
+
 def ranges_section(result: dict) -> Section:
     """Wall time per occurrence of each NVTX range name (the steps as one row), before and after, the API
     calls that grew inside a range, and the pinning-cost findings (analyses/compare.py: compare_ranges)."""
-    rows = [{**r, "range": Trusted("(steps)") if r["is_step"] else r["name"],
+    name = range_label
+    rows = [{**r, "range": name(r),
              "delta_s": _signed(r["median_ns_delta"], "ns") if r["median_ns_delta"] is not None else "-"}
             for r in result["ranges"]]
-    def name(r):
-        return Trusted("(steps)") if r["is_step"] else r["name"]
-
     lines = []
     for r in result["ranges"]:   # the calls that grew, in the ranges that got slower (JSON: every range)
         if (r["median_ns_delta"] or 0) > 0.05 * (r["median_ns_before"] or 0):
@@ -195,7 +198,7 @@ def ranges_section(result: dict) -> Section:
                                   Trusted(cell(g["total_ns_before"], "ns")), Trusted(cell(g["total_ns_after"], "ns"))))
     findings = result.get("range_findings") or []
     for f in findings:
-        lines.append(Line("slower with {} growing: {} ({} -> {} median)", Trusted(", ".join(f["apis"])), name(f),
+        lines.append(Line("slower with {} growing: {} ({} -> {} median)", ", ".join(f["apis"]), name(f),
                           Trusted(cell(f["median_ns_before"], "ns")), Trusted(cell(f["median_ns_after"], "ns"))))
     if findings:
         lines.append(Line("fix: {}", Trusted(findings[0]["fix"])))

@@ -49,8 +49,10 @@ class Trace:
         own_export = None
         if os.path.isfile(path) and not is_sqlite(path) and kineto_json.sniff(path):
             return cls._open_kineto(path, threads)
+        build = None   # a report's capture build: its export names only the exporting nsys
         if path.endswith((".nsys-rep", ".qdrep")):
-            from .export import sqlite_for_report
+            from .export import report_build, sqlite_for_report
+            build = report_build(path)
             path = sqlite_for_report(path, nsys, keep=use_cache)
             own_export = None if use_cache else os.path.dirname(path)
         elif os.path.isfile(path) and is_sqlite(path):
@@ -76,13 +78,9 @@ class Trace:
             raise NsysH2DError(str(e).replace(path, f"{source} ({how} to {path})", 1), e.exit_code) from None
         if note:
             tr.warnings.insert(0, note)
-        if path != source and note is None:   # a report exported here: its export names only the exporting nsys
-            from .export import report_build
-
-            build = report_build(source)
-            if build:
-                tr.meta["exported_with"] = tr.meta.get("nsys_version")
-                tr.meta["nsys_version"] = build
+        if build:
+            tr.meta["exported_with"] = tr.meta.get("nsys_version")
+            tr.meta["nsys_version"] = build
         tr.own_export = own_export
         return tr
 
@@ -164,8 +162,8 @@ class Trace:
 
     def gpu_work(self):
         """Kernels, memsets and graph replays overlapping the spans of table work_spans, as one Arrow table
-        (device_id, stream_id: int32; start, end, correlation_id, global_pid). nsys: the span condition runs inside SQLite, so the full
-        scan stays in its C loop and only the matching rows cross into DuckDB (5 M kernel rows: ~0.3 s,
+        (device_id, stream_id: int32; start, end, correlation_id, global_pid). nsys: the span condition runs
+        inside SQLite, so the full scan stays in its C loop and only the matching rows cross into DuckDB (5 M kernel rows: ~0.3 s,
         against ~1 s through DuckDB's scanner, which converts every row first)."""
         import pyarrow as pa
 

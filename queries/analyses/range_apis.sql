@@ -8,6 +8,7 @@ CREATE OR REPLACE TEMP TABLE range_api_calls AS
 SELECT global_tid, start AS api_start, "end" AS api_end, name_id, correlation_id
 FROM n.runtime
 WHERE start IS NOT NULL AND "end" IS NOT NULL
+  AND global_tid IN (SELECT DISTINCT global_tid FROM nvtx_tree)   -- a call elsewhere gets no range
   -- one row per call: a CUDA backtrace row repeats its call's correlationId
   AND (event_class IS NULL OR event_class IN (SELECT id FROM n.event_class_enum
                                               WHERE label IN ('CUDA runtime', 'CUDA driver')));
