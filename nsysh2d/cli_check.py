@@ -10,7 +10,8 @@ from .errors import EXIT_WORKLOAD_FAILED, NsysH2DError
 
 # ----------------------------------------------------------------------------------------- check
 @click.command(cls=Command, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--fail", is_flag=True, help="Exit 1 when a copy that blocks was seen (a gate without nsys).")
+@click.option("--fail", is_flag=True, help="Exit 1 when a copy that blocks, or a write into a pinned source "
+              "whose copy was still in flight, was seen (a gate without nsys).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
 @click.option("--device", "devices", multiple=True, default=("cuda",), show_default=True,
@@ -26,7 +27,8 @@ def check(fail, fmt, output, devices, script):
 
     Each copy made with non_blocking=True from the CPU is classified as PyTorch's copy will run it:
     pageable source (blocks), pinned but through a pageable temporary (strided or expanded views: blocks),
-    or pinned (returns at once). Call sites are the script's own file:line. One thread: copies made by
+    or pinned (returns at once). A write into a pinned source while its copy may still be in flight (the GPU
+    would read the new values) is flagged too, with both sites. Call sites are the script's own file:line. One thread: copies made by
     other threads or by C++ code outside the dispatcher are not seen (see nsysh2d.runtime).
     """
     from .present import check_output
@@ -37,5 +39,5 @@ def check(fail, fmt, output, devices, script):
     emit(check_output(fmt, checker.report()), output)
     if code:
         raise NsysH2DError(f"{argv[0]} exited {code}", EXIT_WORKLOAD_FAILED)
-    return 1 if fail and checker.flagged else 0
+    return 1 if fail and (checker.flagged or checker.rewrites) else 0
 

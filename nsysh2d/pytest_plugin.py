@@ -37,8 +37,10 @@ def no_blocking_h2d(h2d_check):
 def pytest_runtest_call(item):
     result = yield
     chk = getattr(item, "funcargs", {}).get("no_blocking_h2d")
-    if chk is not None and chk.flagged:
+    if chk is not None and (chk.flagged or chk.rewrites):
         lines = [f"{c.site_line or c.site}: {c.source_class} copy of {c.bytes} bytes: {c.fix}" for c in chk.flagged]
-        pytest.fail(f"{len(lines)} non_blocking host-to-device copies that wait for the GPU:\n" + "\n".join(lines),
-                    pytrace=False)
+        lines += [f"{r.site_line or r.site}: {r.op} writes pinned memory that the copy at "
+                  f"{r.copy_site_line or r.copy_site} may not have read yet: {r.fix}" for r in chk.rewrites]
+        pytest.fail(f"{len(lines)} non_blocking host-to-device copies that wait for the GPU or race a write:\n"
+                    + "\n".join(lines), pytrace=False)
     return result

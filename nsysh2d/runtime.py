@@ -14,6 +14,10 @@ Inside the `with`, every `non_blocking=True` copy from the CPU to a watched devi
   (class `pinned_strided`: slices such as `buf[:, :n]`, expanded views);
 - otherwise (pinned and laid out as the destination, including dense transposed views and dtype changes of a
   contiguous source, which are converted on the GPU) nothing waits (class `pinned`, not flagged).
+A `pinned` copy is truly asynchronous, so its source must not change until the GPU has read it: the checker
+records a CUDA event behind each one and flags an in-place write (any op that writes a CPU tensor: `copy_`,
+`fill_`, `index_put_`, `out=` ...) into that memory while the event has not completed (`rewrites`, with the
+write's and the copy's sites). Writes through `.numpy()` or raw pointers bypass the dispatcher and are not seen.
 Limits: one thread's dispatch (a mode is per thread), copies made by C++ code that never goes through the
 Python dispatcher are not seen, and only what the copy *would* wait for is judged, not how long it waits.
 Imports torch only (no duckdb, polars): it runs where the workload runs.
@@ -25,6 +29,7 @@ import sys
 import traceback
 from dataclasses import asdict, dataclass, field
 
+from .byte_runs import overlap, runs
 from .fixes import FIXES
 from .sites import is_library, site_names
 
@@ -83,10 +88,27 @@ class Copy:
 
 
 @dataclass
+class Rewrite:
+    """An in-place write into pinned memory that a non_blocking copy may not have read yet."""
+    op: str
+    bytes: int
+    site: str | None
+    site_line: str | None
+    copy_site: str | None
+    copy_site_line: str | None
+    fix: str = ("record an event after the copy and wait for it (or use another buffer: double buffering) "
+                "before writing the pinned source again; otherwise the GPU may read the new values")
+
+
+@dataclass
 class Checker:
     """A context manager recording the non_blocking copies from the CPU to `devices` made inside it."""
     devices: tuple[str, ...] = ("cuda",)
     copies: list[Copy] = field(default_factory=list)
+    rewrites: list[Rewrite] = field(default_factory=list)
+    # pinned sources whose copy may still be in flight: (byte runs, event, copy's site, its line)
+    _in_flight: list[tuple] = field(default_factory=list, repr=False)
+    _event = None   # makes the event recorded behind a pinned copy; tests give one that needs no GPU
 
     def __enter__(self):
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -96,8 +118,10 @@ class Checker:
         class _Mode(TorchDispatchMode):
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
+                checker._writes(func, args, kwargs)
+                out = func(*args, **kwargs)
                 checker._seen(func, args, kwargs)
-                return func(*args, **kwargs)
+                return out
 
         self._mode = _Mode()
         self._mode.__enter__()
@@ -138,9 +162,43 @@ class Checker:
             return
         cls = source_class(tuple(src.shape), src.stride(), src.dtype, _pinned(src), dst_shape, dst_strides, dtype)
         site, line = call_site()
+        event = self._record(dst_device(bound, name)) if cls == "pinned" else None
+        if event is not None:   # truly async: the GPU reads src later; remember it until the copy is done
+            self._in_flight.append((runs(src), event, site, line))
         self.copies.append(Copy(name, src.numel() * src.element_size(), cls, cls in FLAGGED, site, line,
                                 list(src.shape), list(src.stride()), str(src.dtype).replace("torch.", ""),
                                 FIXES.get(cls) if cls in FLAGGED else None))
+
+    def _record(self, device):
+        import torch
+
+        if self._event is not None:
+            return self._event()
+        if device.type != "cuda":   # CUDA events only; other devices' copies are not tracked
+            return None
+        ev = torch.cuda.Event()
+        ev.record(torch.cuda.current_stream(device))
+        return ev
+
+    def _writes(self, func, args, kwargs) -> None:
+        """Before an op runs: does it write pinned memory that a copy in flight still reads?"""
+        if not self._in_flight:
+            return
+        self._in_flight = [f for f in self._in_flight if not f[1].query()]   # copies done: forget them
+        if not self._in_flight:
+            return
+        names = [a.name for a in func._schema.arguments]
+        bound = {**dict(zip(names, args)), **kwargs}
+        for a in func._schema.arguments:
+            t = bound.get(a.name)
+            if a.alias_info is None or not a.alias_info.is_write or not hasattr(t, "device") or t.device.type != "cpu":
+                continue
+            mine = runs(t)
+            hit = next((f for f in self._in_flight if overlap(mine, f[0])), None)
+            if hit is not None:
+                site, line = call_site()
+                self.rewrites.append(Rewrite(getattr(func, "__name__", str(func)).split(".")[0],
+                                             t.numel() * t.element_size(), site, line, hit[2], hit[3]))
 
     # -------------------------------------------------------------------------------- results
     @property
@@ -158,7 +216,18 @@ class Checker:
             g["bytes"] += c.bytes
         rows = sorted(groups.values(), key=lambda g: (not g["flagged"], -g["bytes"], g["site"]))
         return {"checked": len(self.copies), "flagged": len(self.flagged), "devices": list(self.devices),
-                "by_site": rows, "copies": [asdict(c) for c in self.copies]}
+                "by_site": rows, "copies": [asdict(c) for c in self.copies],
+                "rewrites": [asdict(r) for r in self.rewrites]}
+
+
+def dst_device(bound: dict, name: str):
+    """The device a copy goes to (its stream is that device's current one)."""
+    import torch
+
+    if name == "copy_":
+        return bound["self"].device
+    other = bound.get("other")
+    return torch.device(bound.get("device") or other.device)
 
 
 def _pinned(t) -> bool:

@@ -148,3 +148,73 @@ def test_the_checker_needs_only_torch():
             "print(sorted(m for m in ('duckdb', 'polars', 'pyarrow') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
+class _Flight:
+    """Stands in for the CUDA event recorded behind a pinned copy: in flight until `land()`."""
+    events: list = []
+
+    def __init__(self):
+        self.done = False
+        _Flight.events.append(self)
+
+    def query(self):
+        return self.done
+
+
+@pytest.mark.parametrize("write, races", [
+    (lambda b: b.fill_(2.0), True),                        # the whole source, in place
+    (lambda b: b[1, 5:9].copy_(torch.ones(4)), True),      # a piece of the rows that were copied
+    (lambda b: b[:, 40:].zero_(), False),                  # columns the copy never read
+    (lambda b: torch.add(b[:1], 1, out=b[2:3]), True),     # an out= argument
+    (lambda b: b.add(1), False),                           # reads only
+])
+def test_a_write_into_a_pinned_source_in_flight_is_flagged(pinned, write, races):
+    """Issue 40: the rule that comes with every pinning fix. The copy reads [:, :24] of a pinned [3, 64] buffer
+    row by row (the vLLM M-RoPE fix); a write that overlaps those bytes before the copy's event completes races."""
+    buf = pinned(torch.ones(3, 64))
+    _Flight.events = []
+    chk = Checker(devices=("meta",))
+    chk._event = _Flight
+    with chk:
+        for i in range(3):
+            buf[i, :24].to("meta", non_blocking=True)
+        write(buf)
+    assert len(_Flight.events) == 3 and {c.source_class for c in chk.copies} == {"pinned"}
+    assert bool(chk.rewrites) == races
+    if races:
+        r = chk.rewrites[0]
+        assert "test_runtime_check.py:" in r.site_line and "test_runtime_check.py:" in r.copy_site_line
+        assert r.site_line != r.copy_site_line and "event" in r.fix
+
+
+def test_a_write_after_the_copy_completed_is_not_flagged(pinned):
+    buf = pinned(torch.ones(3, 64))
+    _Flight.events = []
+    chk = Checker(devices=("meta",))
+    chk._event = _Flight
+    with chk:
+        buf.to("meta", non_blocking=True)
+        for e in _Flight.events:
+            e.done = True          # what event.synchronize() gives
+        buf.fill_(3.0)
+        pageable = torch.ones(8)
+        pageable.to("meta", non_blocking=True)   # a pageable copy reads a temporary: no event, no race
+        pageable.fill_(1.0)
+    assert not chk.rewrites and len(_Flight.events) == 1 and not chk._in_flight
+
+
+def test_rewrites_reach_the_report_the_table_and_the_gate(pinned, tmp_path, capsys):
+    from nsysh2d.present import check_output
+
+    buf = pinned(torch.ones(16))
+    chk = Checker(devices=("meta",))
+    chk._event = _Flight
+    with chk:
+        buf.to("meta", non_blocking=True)
+        buf.fill_(0.0)
+    doc = chk.report()
+    assert doc["flagged"] == 0 and len(doc["rewrites"]) == 1 and doc["rewrites"][0]["op"] == "fill_"
+    text = check_output("table", doc)
+    assert "race tests/test_runtime_check.py:" in text and "may not have read yet" in text
+    assert json.loads(check_output("json", doc))["runtime_check"]["rewrites"][0]["bytes"] == 64

@@ -4,6 +4,11 @@ non_blocking=True, behind --backlog-ms of queued `torch.cuda._sleep`, timed on t
 (nsysh2d.runtime.Checker) watches. Prints a Markdown table: the checker's class and verdict next to the
 measured host time, and whether the two agree (flagged ⇔ the call lasted at least half the backlog;
 not flagged ⇔ it returned in < 0.5 ms).
+
+--rewrites (issue 40): the checker's in-flight rule against what the GPU really read. A pinned 8 MiB buffer of
+ones is copied with non_blocking=True behind the backlog, then written (or not) before the copy ran; after a
+synchronize the device copy tells whether the GPU read the new values: the race, measured. The checker must
+flag exactly the writes that raced, except writes through `.numpy()`, which it cannot see (said in the row).
 """
 from __future__ import annotations
 
@@ -46,6 +51,7 @@ def main(argv=None) -> int:
     ap.add_argument("--mib", type=int, default=8)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--json", help="also write the rows here")
+    ap.add_argument("--rewrites", action="store_true", help="time the in-flight write rule instead (see above)")
     args = ap.parse_args(argv)
 
     import numpy as np
@@ -60,6 +66,8 @@ def main(argv=None) -> int:
     torch.cuda._sleep(1_000_000)
     start.record(); torch.cuda._sleep(20_000_000); end.record(); torch.cuda.synchronize()
     cycles = int(20_000_000 / start.elapsed_time(end) * args.backlog_ms)
+    if args.rewrites:
+        return rewrites(torch, Checker, cycles, args)
     out = []
     for name, (buf, copy) in cases(torch, args.mib).items():
         if buf is None:
@@ -91,6 +99,53 @@ def main(argv=None) -> int:
     for r in out:
         print(f"| {r['case']} | {r['copies']} | {', '.join(r['classes'])} | {'yes' if r['flagged'] else 'no'} | "
               f"{r['median_host_us']} | {r['max_host_us']} | {'yes' if r['agrees'] else 'NO'} |")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0 if all(r["agrees"] for r in out) else 1
+
+
+def rewrites(torch, Checker, cycles: int, args) -> int:
+    n = args.mib * 1024 * 1024 // 4
+
+    def after_event(b, ev):
+        ev.synchronize()
+        b.fill_(2.0)
+
+    cases = {   # name: (what is done after the copy is queued, can the checker see it)
+        "fill_ while in flight": (lambda b, ev: b.fill_(2.0), True),
+        "slice copy_ while in flight": (lambda b, ev: b[: n // 2].copy_(torch.full((n // 2,), 2.0)), True),
+        "write through .numpy() while in flight": (lambda b, ev: b.numpy().__setitem__(slice(None), 2.0), False),
+        "fill_ after event.synchronize()": (after_event, True),
+        "fill_ another pinned buffer": (lambda b, ev: other.fill_(2.0), True),
+    }
+    other = torch.ones(n).pin_memory()
+    out = []
+    for name, (write, visible) in cases.items():
+        raced, flagged = [], []
+        for _ in range(args.repeats):
+            buf = torch.ones(n).pin_memory()
+            torch.cuda.synchronize()
+            torch.cuda._sleep(cycles)
+            with Checker() as chk:
+                dev = buf.to("cuda", non_blocking=True)
+                ev = torch.cuda.Event()
+                ev.record()
+                write(buf, ev)
+            torch.cuda.synchronize()
+            raced.append(bool((dev != 1).any().item()))   # the GPU read a value written after the copy call
+            flagged.append(bool(chk.rewrites))
+        agrees = flagged == raced if visible else not any(flagged)
+        out.append({"case": name, "repeats": args.repeats, "gpu_read_new_values": sum(raced),
+                    "flagged": sum(flagged), "visible_to_checker": visible, "agrees": agrees})
+    print(f"device={torch.cuda.get_device_name()} torch={torch.__version__} backlog_ms={args.backlog_ms} "
+          f"payload={args.mib} MiB repeats={args.repeats}")
+    print("| write after the non_blocking copy | GPU read the new values | checker flagged | agrees |")
+    print("|---|---:|---:|---|")
+    for r in out:
+        note = "" if r["visible_to_checker"] else " (not visible to the dispatcher)"
+        print(f"| {r['case']} | {r['gpu_read_new_values']}/{r['repeats']} | {r['flagged']}/{r['repeats']} | "
+              f"{'yes' if r['agrees'] else 'NO'}{note} |")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

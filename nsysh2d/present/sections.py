@@ -288,4 +288,8 @@ def check_section(doc: dict) -> Section:
         note=f"{doc['flagged']} of {doc['checked']} copies would wait for the GPU work queued ahead of them "
              "(pageable source, or pinned through a pageable temporary).",
         lines=[Line("fix {} [{}]: {}", r["site_line"] or r["site"], r["source_class"], Trusted(r["fix"]))
-               for r in doc["by_site"] if r["flagged"]])
+               for r in doc["by_site"] if r["flagged"]]
+        + [Line("race {}: {} writes pinned memory that the non_blocking copy at {} may not have read yet: {}",
+                r["site_line"] or r["site"] or Trusted("(no Python frame)"), r["op"],
+                r["copy_site_line"] or r["copy_site"] or Trusted("(no Python frame)"), Trusted(r["fix"]))
+           for r in doc.get("rewrites", [])])
