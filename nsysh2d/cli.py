@@ -129,12 +129,12 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
 
 # ----------------------------------------------------------------------------------------- compare
 @main.command()
-@click.argument("before", type=click.Path(dir_okay=True))
-@click.argument("after", type=click.Path(dir_okay=True))
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @report_options
 @no_cache_option
-def compare(before, after, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, no_cache):
-    """Compare two traces (before/after a fix): per memory kind, source class, call site and NVTX
+def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, no_cache):
+    """Compare two traces (before/after a fix), or three or more variants (side by side, then the first against
+    each other): per memory kind, source class, call site and NVTX
     range, with deltas, per-step figures when both carry step ranges, and what disappeared or appeared.
     Beside the copies, the wall time of every NVTX range (the steps as one row: median, p90 per
     occurrence) and the CUDA API calls that grew inside it: a fix can move the cost (e.g. `.pin_memory()`
@@ -143,17 +143,27 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
     \b
       nsysh2d compare before.sqlite after.sqlite
       nsysh2d compare before.sqlite after.sqlite --format markdown >> $GITHUB_STEP_SUMMARY
+      nsysh2d compare before.sqlite after.sqlite uva.sqlite     # variants: side by side, then first vs each
     """
     from .analyses.compare import compare as do_compare
+    from .analyses.compare import compare_many
+    from .errors import BadInput
     from .analyses.options import Options
-    from .present import compare_output
+    from .present import compare_many_output, compare_output
     from .run import analyze_all
 
+    if len(traces) < 2:
+        raise BadInput("compare needs two traces (before, after) or more (variants)")
+    if len(traces) > 2 and fmt.lower() == "html":
+        raise BadInput("--format html compares two traces; for more, use table, markdown, json or csv")
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=10, step_pattern=step_pattern,
                    calls=calls.lower())
-    rb, ra = analyze_all([before, after], opts, nsys_path, not no_cache, scheduler_setting(scheduler))
-    times = analyze_all([before, after], opts, nsys_path, not no_cache, scheduler_setting(scheduler), "range-times")
-    emit(compare_output(fmt, do_compare(rb, ra, times), before, after), output)
+    reps = analyze_all(list(traces), opts, nsys_path, not no_cache, scheduler_setting(scheduler))
+    times = analyze_all(list(traces), opts, nsys_path, not no_cache, scheduler_setting(scheduler), "range-times")
+    if len(traces) == 2:
+        emit(compare_output(fmt, do_compare(*reps, times), *traces), output)
+    else:
+        emit(compare_many_output(fmt, compare_many(reps, times), list(traces)), output)
     return 0
 
 
@@ -181,6 +191,8 @@ def compare(before, after, min_duration, direction, calls, fmt, output, step_pat
 @click.option("--warmup-steps", type=click.IntRange(0), default=0, show_default=True,
               help="With step ranges, the rules judge copies made during steps (the steady state); the first N "
                    "steps are warm-up and not judged either.")
+@click.option("--fail-on-cause", "fail_causes", multiple=True, help="Fail on any long call with this cause "
+              "(backlog, own_transfer, launch_queue, host_allocation, unknown; `analyze` shows them); repeatable.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
               help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
@@ -202,10 +214,11 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
       max-gpu-idle-per-step GPU idle time during long copies per NVTX step <= the limit
       no-new-sites          (with --baseline) no long-blocking call site the baseline lacks
       no-growth             (with --baseline) no site's long-copy time grew beyond --tolerance
+      no-long-calls-of-cause (with --fail-on-cause) no long call with one of these causes
 
     Settings may also come from [tool.nsysh2d.gate] in pyproject.toml (the command line wins):
     max-long-calls, count, min-duration, max-blocked-per-step, max-gpu-idle-per-step, kinds, direction, calls, baseline,
-    tolerance, step-pattern, warmup-steps. When GITHUB_ACTIONS=true, failures are also printed as error annotations
+    tolerance, step-pattern, warmup-steps, fail-causes. When GITHUB_ACTIONS=true, failures are also printed as error annotations
     (at the offending Python lines where known; on stderr with --format json).
 
     \b
@@ -218,7 +231,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
     from .run import analyze_many
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
-    given.update(kinds=tuple(given["kinds"]), direction=given["direction"].lower(), calls=given["calls"].lower())
+    given.update(kinds=tuple(given["kinds"]), fail_causes=tuple(given["fail_causes"]), direction=given["direction"].lower(), calls=given["calls"].lower())
     explicit = {k for k in given if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE}
     settings = GateSettings.resolve(given, explicit, conf, conf_path)
     result = run_gate(reports, settings, lambda ps, opts: analyze_many(

@@ -157,3 +157,42 @@ def _pair(rb: dict, ra: dict, sb, sa, keys=FIGURES) -> dict:
     return row
 
 
+
+
+CAUSES_SHOWN = ("backlog", "launch_queue", "own_transfer", "host_allocation", "unknown")
+MAX_RANGES = 12   # named ranges in the side-by-side table (those in every trace, most wall time first)
+
+
+def compare_many(reports, range_times=None) -> Comparison:
+    """Three or more traces (variants of one workload): one side-by-side table of their figures (totals, long
+    calls per cause, step and NVTX range wall times), then the first trace compared with each other one."""
+    docs = [r.to_json() for r in reports]
+    rows: list[dict] = []
+
+    def add(figure: str, unit: str, values: list) -> None:
+        rows.append({"figure": figure, "unit": unit, "values": values})
+
+    for key, label, unit in (("long_calls", "long copy calls", "int"), ("blocking_calls", "blocking copy calls", "int"),
+                             ("long_ns", "host time in long copy calls", "ns"),
+                             ("blocking_ns", "host time in blocking copy calls", "ns"),
+                             ("gpu_idle_ns", "GPU idle during long copy calls", "ns")):
+        add(label, unit, [d["totals"].get(key) for d in docs])
+    for cause in CAUSES_SHOWN:
+        counts = [next((r["calls"] for r in d.get("by_cause") or [] if r["cause"] == cause), 0) for d in docs]
+        if any(counts):
+            add(f"long calls: {cause}", "int", counts)
+    names: list[tuple] = []
+    if range_times:
+        per = [{(r["name"], r["is_step"]): r for r in t.ranges} for t in range_times]
+        names = [k for k in per[0] if all(k in p for p in per)]
+        steps = [k for k in names if k[1]]
+        others = sorted((k for k in names if not k[1]), key=lambda k: -per[0][k]["total_ns"])[:MAX_RANGES]
+        for k in steps + others:
+            label = "steps" if k[1] else f"range {k[0]}"
+            add(f"{label}: count", "int", [p[k]["count"] for p in per])
+            add(f"{label}: wall p50", "ns", [p[k]["median_ns"] for p in per])
+            add(f"{label}: wall p90", "ns", [p[k]["p90_ns"] for p in per])
+            add(f"{label}: GPU time of its kernels", "ns", [p[k]["kernel_gpu_ns"] for p in per])
+    pairs = [compare(reports[0], r, [range_times[0], t] if range_times else None).to_json()
+             for r, t in zip(reports[1:], (range_times or [None] * len(reports))[1:])]
+    return Comparison({"traces": [_meta(d) for d in docs], "side_by_side": rows, "pairs": pairs})

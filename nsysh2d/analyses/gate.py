@@ -12,7 +12,7 @@ from ..errors import EXIT_BAD_INPUT, NsysH2DError
 from ..units import parse_duration, parse_fraction
 from .baseline import against_baseline, finding_match, read_baseline
 from .options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds, left_out
-from .rules import RuleResult, Rules
+from .rules import CAUSES, RuleResult, Rules
 
 
 def _kind_ok(kind, rules: Rules) -> bool:
@@ -98,9 +98,28 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         results.append(RuleResult("consistent-trace", False, "the trace contradicts itself: "
                                   + "; ".join(rep["inconsistencies"]) + ": its figures cannot be trusted, so it "
                                   "cannot pass"))
+    if rules.fail_causes:
+        results.append(cause_rule(rep, rules))
     if baseline is not None:
         results += against_baseline(rep, baseline, rules)
     return results
+
+
+def cause_rule(rep: dict, rules: Rules) -> RuleResult:
+    """no-long-calls-of-cause: no long call whose cause (by_cause) is one of rules.fail_causes. Long calls whose
+    backlog was not computed have no cause: the rule cannot judge them, so it fails."""
+    rows = {r["cause"]: r for r in rep.get("by_cause") or []}
+    hit = [rows[c] for c in rules.fail_causes if c in rows]
+    listed = "/".join(rules.fail_causes)
+    if "not_computed" in rows:
+        return RuleResult("no-long-calls-of-cause", False, f"{rows['not_computed']['calls']} long calls have no cause "
+                          "(their backlog was not computed: raise NSYSH2D_GPU_IDLE_MAX): cannot judge causes " + listed)
+    n = sum(r["calls"] for r in hit)
+    what = ", ".join(f"{r['calls']} {r['cause']} ({r['host_ns'] / 1e6:.2f} ms)" for r in hit)
+    offenders = [t for t in rep["top"] if t.get("cause") in rules.fail_causes]
+    return RuleResult("no-long-calls-of-cause", n == 0,
+                      f"{n} long calls whose cause is {listed}" + (f": {what}" if hit else "") + "; allowed 0",
+                      offenders if n else [])
 
 
 @dataclass
@@ -164,11 +183,13 @@ class GateSettings:
     tolerance: str = "10%"
     step_pattern: str = DEFAULT_STEP_PATTERN
     warmup_steps: int = 0
+    fail_causes: tuple = ()
 
     CONVERT = {"warmup_steps": int, "max_long_calls": int, "count": str, "min_duration": parse_duration,
                "max_blocked_per_step": parse_duration, "max_gpu_idle_per_step": parse_duration, "direction": str, "calls": str, "baseline": str,
                "tolerance": lambda v: (parse_fraction(str(v)), str(v))[1],
-               "step_pattern": str, "kinds": lambda v: tuple([v] if isinstance(v, str) else v)}
+               "step_pattern": str, "kinds": lambda v: tuple([v] if isinstance(v, str) else v),
+               "fail_causes": lambda v: tuple([v] if isinstance(v, str) else v)}
 
     @classmethod
     def resolve(cls, given: dict, from_command_line: set, conf: dict, conf_path) -> "GateSettings":
@@ -200,13 +221,18 @@ class GateSettings:
                 raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {value!r} (use one of "
                                    f"{', '.join(allowed)})", EXIT_BAD_INPUT)
         s.count, s.direction, s.calls = s.count.lower(), s.direction.lower(), s.calls.lower()
+        bad = [c for c in s.fail_causes if c not in CAUSES]
+        if bad:
+            where = "--fail-on-cause" if "fail_causes" in from_command_line else f"{conf_path}: [tool.nsysh2d.gate] fail-causes"
+            raise NsysH2DError(f"{where}: unknown cause {bad[0]!r} (use one of {', '.join(CAUSES)})", EXIT_BAD_INPUT)
         return s
 
     def rules(self) -> Rules:
         return Rules(max_long_calls=self.max_long_calls, count=self.count,
                      max_blocked_per_step_ns=self.max_blocked_per_step,
                      max_gpu_idle_per_step_ns=self.max_gpu_idle_per_step, kinds=tuple(self.kinds),
-                     tolerance=parse_fraction(self.tolerance), warmup_steps=self.warmup_steps)
+                     tolerance=parse_fraction(self.tolerance), warmup_steps=self.warmup_steps,
+                     fail_causes=tuple(self.fail_causes))
 
     def options(self) -> Options:
         return Options(min_ns=self.min_duration, direction=self.direction, top=20, step_pattern=self.step_pattern,

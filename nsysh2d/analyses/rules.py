@@ -14,6 +14,7 @@ class Rules:
     kinds: tuple[str, ...] = ()        # source memory kinds (file labels) the rules look at; empty: all
     tolerance: float = 0.10            # baseline growth allowed (fraction)
     warmup_steps: int = 0              # with step ranges: the first N steps are not judged
+    fail_causes: tuple[str, ...] = ()  # causes of long calls that fail the gate (CAUSES; by_cause.sql)
 
     # The report fields and wording the rules use for what they count.
     @property
@@ -27,6 +28,10 @@ class Rules:
     @property
     def what(self) -> str:
         return "long-blocking" if self.count == "blocking" else "long"
+
+
+# The causes a long call can have (queries/model/rules.sql's call_cause, queries/analyses/by_cause.sql).
+CAUSES = ("backlog", "own_transfer", "launch_queue", "host_allocation", "unknown")
 
 
 @dataclass

@@ -54,11 +54,13 @@ ALL_CLAIMED = ("NOT EXISTS (SELECT 1 FROM copy_keys_multi) "
                "AND (SELECT count(*) FROM copies) = (SELECT count(*) FROM memcpy_raw)")
 
 PIPELINE: tuple[Step, ...] = (
-    Step("rules", (), ("is_long()", "waited_for_gpu()", "is_blocking()", "waited_behind_backlog()")),
+    Step("rules", (), ("is_long()", "waited_for_gpu()", "is_blocking()", "waited_behind_backlog()",
+                       "queue_full()", "call_cause()")),
     Step("nvtx", ("n.nvtx_ranges",), ("nvtx_ranges", "nvtx_tree", "nvtx_events", "with_nvtx()", "with_step()")),
-    Step("store", (), ("memcpy_raw", "api_raw", "copies", "folded", "fold_stats", "orphan_stats")),
+    Step("store", ("n.strings",), ("memcpy_raw", "api_raw", "copies", "folded", "fold_stats", "orphan_stats",
+                                   "alloc_raw", "alloc_names")),
     Step("store_memcpy", ("n.memcpy",), ("memcpy_raw", "memcpy_multi"), checkpoint=True),
-    Step("store_calls", ("api_part",), ("api_raw",), each_part=True),
+    Step("store_calls", ("api_part", "alloc_names"), ("api_raw", "alloc_raw"), each_part=True),
     Step("copies_join", ("api_raw", "memcpy_raw", "memcpy_multi", "with_nvtx()"), ("copies", "api_calls"), per_range=True,
          checkpoint=True),
     Step("copies", ("copies",), ("copy_keys_multi",)),

@@ -47,6 +47,23 @@ def compare_output(fmt: str, comparison, before: str, after: str) -> str:
     return render_sections(fmt, compare_sections(comparison), f"{before}  ->  {after}")
 
 
+def compare_many_output(fmt: str, comparison, paths: list[str]) -> str:
+    """Three or more traces: the side-by-side table, then the first trace against each other one."""
+    from ..analyses.compare import Comparison
+
+    doc = comparison.to_json()
+    if fmt == "json":
+        return document(compare=doc)
+    if fmt == "csv":   # the side-by-side table: one row per figure, one column per trace (its position)
+        return rows_csv([{"figure": r["figure"], "unit": r["unit"], **{str(i + 1): v for i, v in enumerate(r["values"])}}
+                         for r in doc["side_by_side"]])
+    from .variants import side_by_side_section
+
+    parts = [render_sections(fmt, [side_by_side_section(doc)])]
+    parts += [compare_output(fmt, Comparison(p), paths[0], b) for p, b in zip(doc["pairs"], paths[1:])]
+    return "\n".join(parts)
+
+
 def threshold_output(fmt: str, result) -> str:
     if fmt == "json":
         return document(**result.to_json())

@@ -1,7 +1,7 @@
 -- top: the $limit longest calls (host-side duration) with host_ns >= $min_ns, with everything that
 -- explains them. Parameters: $min_ns, $direction, $calls, $limit.
 -- gpu_idle_ns: how long the call's device ran no kernel, memset or graph replay during the call.
--- queued_ahead, cause: see model/backlog.sql and rules.sql (queue_full); cause NULL: neither explains it.
+-- queued_ahead, cause: see model/backlog.sql and rules.sql (queue_full, call_cause).
 -- device_backlog_ns: until all work the device had started before this copy's GPU start ended
 -- (computed for the listed calls only; the pipeline has built table `work` and their stream backlog
 -- first, see model/backlog_probes.sql).
@@ -11,8 +11,9 @@ WITH t AS (
            site, site_line, nvtx_range, nvtx_path, api_name, api, sync, pid, tid, device_id AS device, stream_id AS stream,
            backlog_ns, gpu_idle_ns, wait_ns, host_ns - greatest(least(wait_ns, host_ns), 0) AS rest_ns,
            queued_ahead,
-           -- why it was long: it waited for the backlog (staging), or for a slot in a full queue
-           CASE WHEN waited_for_gpu THEN 'backlog' WHEN queue_full(queued_ahead) THEN 'launch_queue' END AS cause,
+           -- why it was long (rules.sql)
+           call_cause(api_end, gpu_start, gpu_end, host_ns, backlog_ns, queued_ahead, sync,
+                      'Pageable' IN (src_kind_name, dst_kind_name)) AS cause,
            evidence, fix, gpu_start
     FROM copies_x
     WHERE selected(direction, sync, $direction, $calls) AND is_long(host_ns, $min_ns)

@@ -1,4 +1,4 @@
--- rules: what long, waited and blocking mean, defined once for every query (macros). No parameters.
+-- rules: what long, waited, blocking and a long call's cause mean, defined once for every query (macros). No parameters.
 -- long: the host-side duration of the call (what the CPU thread lost) is at least min_ns.
 CREATE MACRO is_long(host_ns, min_ns) AS host_ns >= min_ns;
 -- waited behind the backlog: the call lasted at least half of the GPU work queued ahead of it on its
@@ -20,3 +20,18 @@ CREATE MACRO selected(direction, sync, want_direction, want_calls) AS
 -- (items the trace does not record, such as event records, take slots too). A call into a full queue waits
 -- for a slot, not for its own transfer: pinning does not help (docs/why-non-blocking-blocks.md).
 CREATE MACRO queue_full(queued_ahead) AS queued_ahead >= 1000;
+-- why a long copy call was long, one cause each (analyses/by_cause.sql, top.sql); NULL: its backlog was not
+-- computed (model/backlog_probes.sql). In this order:
+--   backlog       it waited for the GPU and at least half of it was the work queued ahead on its stream (a
+--                 pageable or staged copy, or a sync API, behind a backlog)
+--   launch_queue  its stream's queue was full: it waited for a slot
+--   own_transfer  its own transfer: a sync API, a copy through pageable memory (the driver stages it on the
+--                 host), or a call that returned only after its GPU copy had ended; nothing much queued ahead
+--   unknown       none of these (e.g. host-side work inside a pinned copy call on an idle stream)
+-- The host-allocation cause belongs to calls that pin memory, not to copies (by_cause.sql).
+CREATE MACRO call_cause(api_end, gpu_start, gpu_end, host_ns, backlog_ns, queued_ahead, sync, pageable) AS
+    CASE WHEN backlog_ns IS NULL THEN NULL
+         WHEN waited_for_gpu(api_end, gpu_start, host_ns, backlog_ns) AND backlog_ns >= 0.5 * host_ns THEN 'backlog'
+         WHEN queue_full(queued_ahead) THEN 'launch_queue'
+         WHEN sync OR pageable OR api_end >= gpu_end THEN 'own_transfer'
+         ELSE 'unknown' END;

@@ -9,6 +9,8 @@
 --   folded      the calls with several such rows, one row each (copies_fold.sql, when there are any)
 --   fold_stats  what folding found (copies_fold.sql)
 --   orphan_stats  copy activity no named API call claims (orphans.sql, when there is unclaimed activity)
+--   alloc_raw   the calls that pin host memory (sqlite_copy_calls.sql lets them through; store_calls.sql)
+--   alloc_names their function names' ids (a handful of strings)
 ATTACH ':memory:' AS store (COMPRESS);
 SET search_path = 'main,store.main';
 
@@ -26,3 +28,7 @@ CREATE TABLE store.folded AS SELECT * FROM store.copies WHERE false;
 CREATE TABLE store.fold_stats (memcpy_duplicates BIGINT, shared_correlation BIGINT, api_rows_without_activity BIGINT,
                                disagreeing_rows BIGINT);
 CREATE TABLE store.orphan_stats (activity_without_call BIGINT);
+CREATE TABLE store.alloc_raw AS SELECT * FROM store.api_raw WHERE false;
+CREATE TABLE store.alloc_names AS
+SELECT id::INTEGER AS id FROM n.strings
+WHERE regexp_matches(value, '^(cudaHostAlloc|cudaMallocHost|cudaHostRegister|cuMemHostAlloc|cuMemAllocHost|cuMemHostRegister)');
