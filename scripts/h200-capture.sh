@@ -2,7 +2,7 @@
 # Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
 # Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
 # usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue check train d2h
-#        qwen-variants qwen-uva-trace capture-cost queue-depth bisect
+#        qwen-variants qwen-uva-trace capture-cost queue-depth bisect causes rewrites
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/h200-out}
@@ -81,7 +81,7 @@ for stage in "$@"; do
       echo "rc=$?"; grep -E "d2h_probe|wrote" "$OUT/d2h-trace.log"
       "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/d2h-probe.sqlite" "$OUT/d2h-probe.sqlite" ;;
     qwen-variants)  # issue 43: before/after/uva in separate processes, alternating, then the digest check in one process
-      for r in $(seq ${ROUNDS:-3}); do for v in before after uva; do
+      for r in $(seq ${ROUNDS:-3}); do for v in ${VARIANTS:-before after uva staged}; do
         clean "$PY" "$work/src/workloads/qwen3vl.py" --variant $v $QWEN_ARGS --json "$OUT/qwen-$v-$r.json" \
           | grep -E "steps=|site|wall|digest" | tee -a "$OUT/qwen-variants.txt"; done; done
       clean "$PY" "$work/src/workloads/qwen3vl.py" --check-identical --repeats ${REPEATS:-2} $QWEN_ARGS \
@@ -125,6 +125,16 @@ for stage in "$@"; do
       clean "$PY" "$work/src/workloads/h2d_sweep.py" --sizes "$sizes" --variants pageable,numpy_from,pinned_strided \
         --backlogs-ms 2,10,50 --inflight 1,2,4 --repeats ${BISECT_REPEATS:-3} --json "$OUT/bisect-$gpu.json" \
         > "$OUT/bisect-$gpu.txt" 2>&1; echo "rc=$?"; tail -3 "$OUT/bisect-$gpu.txt" ;;
+    causes)  # issue 40: each cause of a long call alone (workloads/cause_probe.py): host timers, then the same under nsys
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-')
+      clean "$PY" "$work/src/workloads/cause_probe.py" --json "$OUT/causes-host-$gpu.json" | tee "$OUT/causes-host-$gpu.txt"
+      profile --name cause-probe --no-variants --sample none --cudabacktrace none "$work/src/workloads/cause_probe.py" \
+        -- --json "$work/out/causes-trace.json" > "$OUT/causes-trace.log" 2>&1; echo "rc=$?"; grep -E "cause_probe|wrote" "$OUT/causes-trace.log" | tail -8
+      cp "$work/out/causes-trace.json" "$OUT/causes-trace-$gpu.json"
+      "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/cause-probe.sqlite" "$OUT/cause-probe-$gpu.sqlite" ;;
+    rewrites)  # issue 40: the runtime checker's in-flight write rule against what the GPU read
+      gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-')
+      clean "$PY" "$work/src/workloads/runtime_check_probe.py" --rewrites --json "$OUT/rewrites-$gpu.json" | tee "$OUT/rewrites-$gpu.txt" ;;
   esac
 done
 ls -la "$OUT" "$work/out"

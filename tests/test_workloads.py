@@ -71,6 +71,13 @@ def test_vision_inputs_variants_agree():
     a = qi.vision_inputs_to_device(qi.vision_pos_ids(g), qi.cu_seqlens(g), "cpu", "before")
     b = qi.vision_inputs_to_device(qi.vision_pos_ids(g), qi.cu_seqlens(g), "cpu", "after")
     assert all(torch.equal(x, y) for x, y in zip(a, b))
+    pid, cu = qi.vision_pos_ids(g), qi.cu_seqlens(g)
+    rings = (qi.UvaRing(pid.shape, torch.int64, False, view=False), qi.UvaRing(cu.shape, torch.int32, False, view=False))
+    c = qi.vision_inputs_to_device(pid, cu, "cpu", "staged", rings=rings)
+    assert all(torch.equal(x, y) for x, y in zip(a, c))
+    # the staged copy owns its memory: rewriting the slot later does not change what was handed over
+    rings[0].host[rings[0].i].fill_(-1)
+    assert torch.equal(c[0], a[0])
 
 
 def test_sweep_range_names_round_trip_and_plan():
@@ -96,8 +103,10 @@ def test_qwen3vl_cpu_smoke_variants_identical():
     r = subprocess.run([sys.executable, str(ROOT / "workloads" / "qwen3vl.py"), *args], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
-    assert "identical outputs over 6 runs (before,after,uva x 2; checked on cpu with torch.equal): True" in r.stdout
+    assert ("identical outputs over 8 runs (before,after,uva,staged x 2; checked on cpu with torch.equal): True"
+            in r.stdout)
     assert "[before] site mrope_copy: calls=5" in r.stdout and "[after] site vision_pos_ids: calls=2" in r.stdout
     assert r.stdout.count("[uva] site mrope_copy: calls=5") == 2
+    assert r.stdout.count("[staged] site vision_pos_ids: calls=2") == 2
     digests = {line.split("] ", 1)[1] for line in r.stdout.splitlines() if "output digest" in line}
     assert len(digests) == 1

@@ -43,14 +43,10 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         print("launch_queue: no CUDA device", file=sys.stderr)
         return 2
+    from gpu_clock import sleep_cycles_per_us
+
     nvtx = torch.cuda.nvtx
-    torch.cuda._sleep(1_000_000)
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    torch.cuda._sleep(20_000_000)
-    end.record()
-    torch.cuda.synchronize()
-    cycles_per_us = 20_000_000 / (start.elapsed_time(end) * 1000)
+    cycles_per_us = sleep_cycles_per_us(torch)
     head = int(args.head_ms * 1000 * cycles_per_us)
     short = int(args.kernel_us * cycles_per_us)
     pinned = torch.ones(512, dtype=torch.int64).pin_memory()

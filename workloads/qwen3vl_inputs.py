@@ -125,11 +125,12 @@ class UvaRing:
     k's kernels still read theirs; under async scheduling step k-1 has finished by then, so the wait
     is normally already over."""
 
-    def __init__(self, shape, dtype, pin: bool, slots: int = 2):
+    def __init__(self, shape, dtype, pin: bool, slots: int = 2, view: bool = True):
         import torch
 
         self.host = [torch.zeros(shape, dtype=dtype, pin_memory=pin) for _ in range(slots)]
-        self.dev = [device_view(h) for h in self.host]
+        # view=False: staging slots that are copied from (variant `staged`), not read in place
+        self.dev = [device_view(h) if view else None for h in self.host]
         self.done = [None] * slots
         self.i = 0
 
@@ -197,9 +198,25 @@ def vision_inputs_to_device(pos_ids: np.ndarray, seqlens: np.ndarray, device, va
     """Move the numpy-built vision position ids and cu_seqlens to the device: `before` copies the
     pageable numpy memory (blocks behind queued GPU work); `after` pins first (the vLLM fix); `uva`
     writes them into pinned `UvaRing` slots (`rings`, one per array) that the vision kernels read in
-    place: no copy call (the caller releases the slots behind their readers)."""
+    place: no copy call (the caller releases the slots behind their readers); `staged` writes them into
+    reused pinned slots and copies from those (each slot released behind its own copy)."""
     import torch
 
+    if variant == "staged":
+        if rings is None:
+            raise ValueError("variant 'staged' needs the staging rings")
+        out = []
+        for arr, ring in zip((pos_ids, seqlens), rings):
+            host, _ = ring.acquire()   # waits, if ever, for the copy that last read this slot
+            if tuple(host.shape) != arr.shape:
+                raise ValueError(f"staging slot {tuple(host.shape)} does not fit {arr.shape}")
+            host.numpy()[...] = arr
+            out.append(host.to(device, non_blocking=True, copy=True))
+            if host.is_pinned():
+                read = torch.cuda.Event()
+                read.record()
+                ring.release(read)
+        return out[0], out[1]
     if variant == "uva":
         if rings is None:
             raise ValueError("variant 'uva' needs the staging rings")
