@@ -61,9 +61,19 @@ def connect(scheduler: str, workers: int | None = None):
     return client, None
 
 
-def on_cluster(paths: list[str], scheduler: str, done, args, workers: int | None = None) -> None:
-    """Maps `task` over the reports; done(i, result) gets each as it finishes (result() returns the Report
-    or raises NsysH2DError). args: task's arguments after the path (the analysis last)."""
+class Dask:
+    """The executors.py strategy on a Dask cluster: maps `task` over the reports; done(i, result) gets each as
+    it finishes (result() returns the Report or raises NsysH2DError). args: task's arguments after the path
+    (the analysis last)."""
+
+    def __init__(self, scheduler: str, workers: int | None = None):
+        self.scheduler, self.workers = scheduler, workers
+
+    def map(self, paths: list[str], args, done) -> None:
+        _on_cluster(paths, self.scheduler, done, args, self.workers)
+
+
+def _on_cluster(paths: list[str], scheduler: str, done, args, workers: int | None = None) -> None:
     from .jobs import ANALYSES
 
     from_json = ANALYSES[args[-1] if len(args) > 4 else "report"].from_json

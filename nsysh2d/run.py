@@ -1,42 +1,11 @@
-"""Running analyses: many reports in parallel with progress (a process pool, or a Dask cluster with
---scheduler), each report a job of jobs.py."""
+"""Running analyses: many reports in parallel with progress, each report a job of jobs.py, mapped by one of the
+executors (executors.py: serial, a process pool, or a Dask cluster with --scheduler)."""
 from __future__ import annotations
 
 import os
 import sys
 
 from .errors import NsysH2DError
-from .jobs import report_job
-
-
-def _in_pool(paths, jobs, done, args) -> None:
-    """One task per report on `jobs` spawned processes (not forked: a fork of a process with DuckDB's threads
-    running can deadlock). The workers start with SIGINT ignored (inherited across exec): Ctrl-C reaches
-    this process alone, which then stops them, instead of each printing a traceback."""
-    import signal
-
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    from . import cpus
-
-    # Each worker's analysis takes its share of the CPUs, not all of them (cpus.py).
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=cpus.share, initargs=(jobs,))
-    try:
-        try:
-            futs = {pool.submit(report_job, p, *args): i for i, p in enumerate(paths)}   # starts the workers
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        for f in as_completed(futs):
-            done(futs[f], f.result)
-    except BaseException:
-        for proc in list(getattr(pool, "_processes", {}).values()):   # no waiting for their current reports
-            proc.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
 
 
 def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, nsys: str | None = None,
@@ -76,16 +45,10 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
         if bar:
             bar.advance(task)
 
+    from .executors import executor
+
     try:
-        if scheduler:
-            from .cluster import on_cluster
-            on_cluster(paths, scheduler, done, (opts, groups, nsys, use_cache, analysis),
-                       workers=jobs if jobs > 1 else None)
-        elif jobs == 1:
-            for i, p in enumerate(paths):
-                done(i, lambda p=p: report_job(p, opts, groups, nsys, use_cache, analysis))
-        else:
-            _in_pool(paths, jobs, done, (opts, groups, nsys, use_cache, analysis))
+        executor(scheduler, jobs).map(paths, (opts, groups, nsys, use_cache, analysis), done)
     finally:
         if bar:
             bar.stop()

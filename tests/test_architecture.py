@@ -107,10 +107,12 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def test_no_import_cycles():
-    """Issue 36: orchestration never sits below what it drives (run.py and cluster.py both map jobs.py's
-    report_job; gate.py and baseline.py share analyses/rules.py), checked over every import."""
+    """Issue 36: orchestration never sits below what it drives (run.py picks an executor; executors.py and
+    cluster.py map jobs.py's report_job; gate.py and baseline.py share analyses/rules.py), checked over every
+    import."""
     graph = import_graph()
-    assert "nsysh2d.cluster" in graph and graph["nsysh2d.run"] >= {"nsysh2d.jobs"}
+    assert graph["nsysh2d.run"] >= {"nsysh2d.executors"} and "nsysh2d.cluster" not in graph["nsysh2d.run"]
+    assert graph["nsysh2d.executors"] >= {"nsysh2d.jobs", "nsysh2d.cluster"} and graph["nsysh2d.cluster"] >= {"nsysh2d.jobs"}
 
     def reach(start):
         seen, todo = set(), [start]
@@ -160,3 +162,24 @@ def test_python_builds_sql_only_where_the_file_says_why():
     unexplained = [f for f in sorted(with_sql) if "# SQL in Python: " not in (PKG.parent / f).read_text()]
     assert not unexplained, unexplained
     assert len(with_sql) <= 9, sorted(with_sql)   # raise on purpose, with the reason written in the module
+
+
+def test_executors_are_one_strategy(tmp_path):
+    """Issue 36: serial and process-pool executors are the same `map` (the Dask one: tests/test_cluster.py), so
+    every analysis gets them; their results equal, whatever order the jobs finish in."""
+    from conftest import AFTER, BEFORE
+
+    from nsysh2d.analyses.options import Options
+    from nsysh2d.cluster import Dask
+    from nsysh2d.executors import Processes, Serial, executor
+
+    assert isinstance(executor(None, 1), Serial) and isinstance(executor(None, 2), Processes)
+    assert isinstance(executor("local", 2), Dask) and executor("local", 1).workers is None
+    out = {}
+    for ex in (Serial(), Processes(2)):
+        got = {}
+        ex.map([str(BEFORE), str(AFTER)], (Options(), (), None, False, "range-times"),
+               lambda i, result: got.__setitem__(i, result().to_json()))
+        out[type(ex).__name__] = got
+    assert out["Serial"] == out["Processes"] and sorted(out["Serial"]) == [0, 1]
+    assert out["Serial"][0]["path"] == str(BEFORE)

@@ -125,7 +125,7 @@ def test_capture_options_and_commands():
 
 
 def test_workload_variants_read_from_source():
-    assert nsysmod.workload_variants(str(ROOT / "workloads" / "qwen3vl.py")) == ["before", "after", "uva"]
+    assert nsysmod.workload_variants(str(ROOT / "workloads" / "qwen3vl.py")) == ["before", "after", "uva", "staged"]
     assert nsysmod.workload_variants(str(ROOT / "workloads" / "h2d_sweep.py")) == []
 
 
@@ -212,8 +212,8 @@ def test_dry_run_prints_commands(tmp_path):
     r = run_cli("profile", "--dry-run", "--python-backtrace", ROOT / "workloads" / "qwen3vl.py")
     assert r.returncode == 0
     lines = r.stdout.splitlines()
-    assert len(lines) == 6 and "--variant before" in lines[0] and "--include-blobs=true" in lines[1]
-    assert "--variant uva" in lines[4]
+    assert len(lines) == 8 and "--variant before" in lines[0] and "--include-blobs=true" in lines[1]
+    assert "--variant uva" in lines[4] and "--variant staged" in lines[6]
 
 
 @pytest.mark.parametrize("args", [["--", "true"], ["--kineto", str(ROOT / "workloads" / "qwen3vl.py")]])

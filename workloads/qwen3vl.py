@@ -48,7 +48,7 @@ VARIANTS = ("before", "after", "uva", "staged")
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--variant", choices=list(VARIANTS), default="before")
+    ap.add_argument("--variant", choices=["before", "after", "uva", "staged"], default="before")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--max-num-tokens", type=int, default=131072, help="token budget per step (buffer width)")
