@@ -73,3 +73,37 @@ def test_two_ranks_each_judged_on_its_own_device(tmp_path, source):
     # the step ranges of both processes count: twice the steps, so per-step figures stay the same per rank
     assert two["steps"]["steps"] == 2 * one["steps"]["steps"]
     assert two["totals"]["blocking_ns_per_step"] == pytest.approx(one["totals"]["blocking_ns_per_step"])
+
+
+def test_by_process_equals_plain_sql_and_the_gate_judges_each_rank(tmp_path):
+    """Three ranks of the real qwen3vl export; ranks 1 and 2 edited so their memcpy calls return at once (end =
+    start + 50 us): over all 24 steps the blocked time per step is within 1 ms, but rank 0 alone is not, and the
+    gate says so for that rank."""
+    path = make_ranks(H200 / "qwen3vl-before.sqlite", tmp_path / "ranks.sqlite", ranks=3)
+    con = sqlite3.connect(path)
+    con.execute(f"""UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start + 50000
+                    WHERE globalTid / {PID_STEP} % 16777216 > (SELECT min(globalTid / {PID_STEP} % 16777216)
+                                                               FROM CUPTI_ACTIVITY_KIND_RUNTIME)
+                      AND nameId IN (SELECT id FROM StringIds WHERE value GLOB 'cu*Memcpy*')""")
+    con.commit()
+    con.close()
+    rep = report(path)
+    ref = plain_sql(path)
+    procs = {p["pid"]: p for p in rep["by_process"]}
+    assert len(procs) == 3
+    for pid, p in procs.items():
+        mine = [r for (q, _s), r in ref.items() if q == pid]
+        assert p["long_calls"] == len(mine) and p["long_ns"] == sum(r["host_ns"] for r in mine)
+        assert p["gpu_idle_ns"] == sum(r["gpu_idle_ns"] for r in mine) and p["steps"] == 8
+        assert p["devices"] == [pid - min(procs)]
+    low = procs[min(procs)]
+    assert low["blocking_ns_per_step"] == low["blocking_ns_in_steps"] / 8 > 1e6
+    assert sum(p["long_calls"] for p in procs.values()) == rep["totals"]["long_calls"] == low["long_calls"]
+    r = run_cli("gate", path, "--max-long-calls", "99", "--max-blocked-per-step", "1ms")
+    assert r.returncode == 1
+    assert "[pass] max-blocked-per-step: 0.584 ms host time in long-blocking copies per step over 24 steps" in r.stdout
+    assert (f"[FAIL] max-blocked-per-step-per-process: 1 of 3 processes over the limit; worst: pid {min(procs)} "
+            "1.753 ms per step over 8 steps; allowed 1.000 ms") in r.stdout
+    text = run_cli("analyze", path).stdout
+    assert "by process (rank)" in text
+    assert "by process (rank)" not in run_cli("analyze", H200 / "qwen3vl-before.sqlite").stdout

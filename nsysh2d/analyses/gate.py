@@ -98,11 +98,31 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         results.append(RuleResult("consistent-trace", False, "the trace contradicts itself: "
                                   + "; ".join(rep["inconsistencies"]) + ": its figures cannot be trusted, so it "
                                   "cannot pass"))
+    procs = rep.get("by_process") or []
+    if rules.max_blocked_per_step_ns is not None and len(procs) > 1:
+        results.append(process_rule(procs, rules))
     if rules.fail_causes:
         results.append(cause_rule(rep, rules))
     if baseline is not None:
         results += against_baseline(rep, baseline, rules)
     return results
+
+
+def process_rule(procs: list[dict], rules: Rules) -> RuleResult:
+    """max-blocked-per-step-per-process: with several processes (ranks), each one's host time in blocking copies
+    per step of its own stays within the limit (the total over every step could hide one slow rank)."""
+    name, limit = "max-blocked-per-step-per-process", rules.max_blocked_per_step_ns
+    if rules.count != "blocking" or rules.warmup_steps or rules.kinds:
+        return RuleResult(name, False, "per process, only blocking copies of every kind and every step are counted: "
+                          "cannot judge with --count long, --warmup-steps or --kind")
+    no_steps = [p["pid"] for p in procs if not p["steps"]]
+    if no_steps:
+        return RuleResult(name, False, f"process {no_steps[0]} has no step ranges: cannot compute its per-step figure")
+    worst = max(procs, key=lambda p: p["blocking_ns_per_step"])
+    over = [p for p in procs if p["blocking_ns_per_step"] > limit]
+    return RuleResult(name, not over, f"{len(over)} of {len(procs)} processes over the limit; worst: pid {worst['pid']} "
+                      f"{worst['blocking_ns_per_step'] / 1e6:.3f} ms per step over {worst['steps']} steps; allowed "
+                      f"{limit / 1e6:.3f} ms")
 
 
 def cause_rule(rep: dict, rules: Rules) -> RuleResult:

@@ -116,6 +116,7 @@ class Report:
     format: str = "nsys-sqlite"                          # the input read: nsys-sqlite or kineto (torch.profiler)
     exported_with: str | None = None                     # a .nsys-rep input: the nsys that exported it here
     by_cause: list[dict] = field(default_factory=list)   # long calls per cause (analyses/by_cause.sql)
+    by_process: list[dict] = field(default_factory=list)  # per process/rank (analyses/by_process.sql)
 
     def group(self, by: str) -> list[dict]:
         if by == "kind":
@@ -130,21 +131,23 @@ class Report:
                 "top": self.top, "warnings": self.warnings, "by_step": self.by_step, "calls": self.calls,
                 "by_api": self.by_api, "python_backtrace": self.python_backtrace,
                 "inconsistencies": self.inconsistencies, "format": self.format, "by_cause": self.by_cause,
+                "by_process": self.by_process,
                 **({"exported_with": self.exported_with} if self.exported_with else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "Report":
         """Raises KeyError/TypeError/AttributeError on a document of another shape."""
         known = {f.name for f in fields(cls)} - {"steps", "totals", "groups", "by_step", "by_api", "inconsistencies",
-                                                 "format", "exported_with", "by_cause"}
+                                                 "format", "exported_with", "by_cause", "by_process"}
         groups = {k[3:]: v for k, v in d.items()
-                  if k.startswith("by_") and k not in ("by_kind", "by_step", "by_api", "by_cause")}
+                  if k.startswith("by_") and k not in ("by_kind", "by_step", "by_api", "by_cause", "by_process")}
         if not all(isinstance(v, list) for v in [d["by_kind"], d["top"], *groups.values()]):
             raise TypeError("rows are not lists")
         return cls(**{k: d[k] for k in known}, steps=Steps(**d["steps"]),
                    totals=Totals(**d["totals"]), groups=groups, by_step=list(d["by_step"]), by_api=list(d["by_api"]),
                    inconsistencies=list(d.get("inconsistencies", [])), format=str(d.get("format", "nsys-sqlite")),
-                   exported_with=d.get("exported_with"), by_cause=list(d.get("by_cause", [])))
+                   exported_with=d.get("exported_with"), by_cause=list(d.get("by_cause", [])),
+                   by_process=list(d.get("by_process", [])))
 
 
 def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
@@ -168,7 +171,8 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
                   warnings=model.warnings + [f"inconsistent trace: {i}" for i in model.inconsistencies],
                   by_step=by_step, inconsistencies=model.inconsistencies,
                   calls=opts.calls, by_api=apis, python_backtrace=bool(meta.get("python_backtrace")),
-                  format=meta.get("format", "nsys-sqlite"), by_cause=cause_rows(model, opts))
+                  format=meta.get("format", "nsys-sqlite"), by_cause=cause_rows(model, opts),
+                  by_process=process_rows(model, opts))
 
 
 def cause_rows(model, opts: Options) -> list[dict]:
@@ -178,6 +182,15 @@ def cause_rows(model, opts: Options) -> list[dict]:
     from ..model.pipeline import stage
     with stage("by cause"):
         return model.rows("analyses/by_cause", opts.params())
+
+
+def process_rows(model, opts: Options) -> list[dict]:
+    """Figures per process (analyses/by_process.sql): each rank of a multi-process trace on its own."""
+    opts.check()
+    model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
+    from ..model.pipeline import stage
+    with stage("by process"):
+        return model.rows("analyses/by_process", opts.params(pattern=opts.step_pattern))
 
 
 def group_rows(model, by: str, opts: Options) -> list[dict]:

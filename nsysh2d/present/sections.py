@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..analyses.options import GROUPINGS, left_out
 from ..units import format_bytes, format_ns
 from .causes import cause_section
+from .processes import process_section
 from .render import Column, Section, cell
 from .safe import Line, Trusted
 
@@ -87,9 +88,9 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
                 if line not in fixes:
                     fixes.append(line)
         sections[-1].lines = fixes
-    causes = cause_section(rep) if show_top else None
-    if causes is not None:
-        sections.append(causes)
+    for extra in (cause_section(rep) if show_top else None, process_section(rep)):
+        if extra is not None:
+            sections.append(extra)
     if rep.get("warnings"):
         sections[-1].lines += [f"warning: {w}" for w in rep["warnings"]]
     return sections
