@@ -107,3 +107,32 @@ def test_by_process_equals_plain_sql_and_the_gate_judges_each_rank(tmp_path):
     text = run_cli("analyze", path).stdout
     assert "by process (rank)" in text
     assert "by process (rank)" not in run_cli("analyze", H200 / "qwen3vl-before.sqlite").stdout
+
+
+def test_a_copy_behind_a_collective_says_so(tmp_path):
+    """Rank 1's kernels that ran on its longest copy's stream while that copy waited are renamed as an NCCL
+    all-reduce (an edit of the real api-probe export, whose copies wait behind queued kernels): that copy's
+    collective_ns_ahead equals plain SQL over those kernels, every other call's stays 0, and the report says what it
+    means."""
+    path = make_ranks(H200 / "api-probe.sqlite", tmp_path / "ranks.sqlite", ranks=2)
+    rep = report(path)
+    pids = sorted({t["pid"] for t in rep["top"]})
+    call = max((t for t in rep["top"] if t["pid"] == pids[1]), key=lambda t: t["host_ns"])
+    lo, hi = call["api_start_ns"], call["api_start_ns"] + call["wait_ns"]
+    con = sqlite3.connect(path)
+    sid = con.execute("SELECT max(id) + 1 FROM StringIds").fetchone()[0]
+    con.execute("INSERT INTO StringIds (id, value) VALUES (?, 'ncclDevKernel_AllReduce_Sum_bf16_RING_LL')", (sid,))
+    where = "deviceId = ? AND streamId = ? AND end > ? AND start < ?"
+    args = (call["device"], call["stream"], lo, hi)
+    expected = con.execute(f"SELECT sum(min(end, ?) - max(start, ?)) FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE {where}",
+                           (hi, lo, *args)).fetchone()[0]
+    con.execute(f"UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET shortName = ? WHERE {where}", (sid, *args))
+    con.commit()
+    con.close()
+    assert call["device"] == 1 and expected > 0.5 * call["wait_ns"]
+    rep = report(path)
+    got = {(t["pid"], t["api_start_ns"]): t["collective_ns_ahead"] for t in rep["top"]}
+    assert got.pop((pids[1], lo)) == expected
+    assert set(got.values()) == {0}
+    text = " ".join(run_cli("analyze", path).stdout.split())
+    assert "behind a collective: 1 of the longest calls waited while NCCL kernels ran on their stream" in text

@@ -2,6 +2,7 @@
 (queries/model/rules.sql's call_cause, queries/analyses/by_cause.sql), with its evidence and what to do."""
 from __future__ import annotations
 
+from ..units import format_ns
 from .render import Column, Section
 from .safe import Line, Trusted
 
@@ -21,10 +22,18 @@ WHAT_TO_DO = {
 }
 
 
+COLLECTIVE = ("the copy was queued behind a collective, which ends only when every rank has reached it: issue the "
+              "copy before the collective, or on another stream")
+
+
 def cause_section(rep: dict) -> Section | None:
     rows = rep.get("by_cause") or []
     if not rows:
         return None
+    behind = [t for t in rep.get("top") or [] if t.get("collective_ns_ahead")]
+    extra = [Line("behind a collective: {} of the longest calls waited while NCCL kernels ran on their stream ({} of "
+                  "their wait): {}", Trusted(str(len(behind))),
+                  Trusted(format_ns(sum(t["collective_ns_ahead"] for t in behind))), Trusted(COLLECTIVE))] if behind else []
     return Section(
         "long calls by cause",
         [Column("cause", "cause"), Column("calls", "calls", "int"), Column("host_ns", "host time", "ns"),
@@ -38,4 +47,4 @@ def cause_section(rep: dict) -> Section | None:
              "own transfer (nothing much queued); launch_queue = its stream's queue was full; host_allocation = "
              "cudaHostAlloc/cudaHostRegister; queued: launches ahead not yet started (a stream holds 1021).",
         lines=[Line("{}: {}", Trusted(r["cause"]), Trusted(WHAT_TO_DO[r["cause"]]))
-               for r in rows if r["cause"] in WHAT_TO_DO])
+               for r in rows if r["cause"] in WHAT_TO_DO] + extra)

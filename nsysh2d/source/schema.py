@@ -21,17 +21,18 @@ VIEWS = {
         "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",
         "correlation_id": "correlationId", "global_pid": "globalPid", "bytes": "bytes",
         "copy_kind": "copyKind", "src_kind": "srcKind", "dst_kind": "dstKind"}),
+    # name_id: the kernel's short name (NCCL collectives are told by it); memsets and replays have none
     "kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "--trace=cuda", {
         "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",
-        "correlation_id": "correlationId", "global_pid": "globalPid"}),
+        "correlation_id": "correlationId", "global_pid": "globalPid", "name_id": "shortName"}),
     "memset": ("CUPTI_ACTIVITY_KIND_MEMSET", "--trace=cuda", {
         "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",
-        "correlation_id": "correlationId", "global_pid": "globalPid"}),
+        "correlation_id": "correlationId", "global_pid": "globalPid", "name_id": None}),
     # CUDA graph replays as one row each (nsys --cuda-graph-trace=graph, the default); with =node their
     # kernels are in the kernel table instead.
     "graph": ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", "--trace=cuda", {
         "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",
-        "correlation_id": "correlationId", "global_pid": "globalPid"}),
+        "correlation_id": "correlationId", "global_pid": "globalPid", "name_id": None}),
     "strings": ("StringIds", "(written by every nsys export)", {"id": "id", "value": "value"}),
     "mem_kind_enum": ("ENUM_CUDA_MEM_KIND", "(written by every nsys export)", {"id": "id", "label": "label"}),
     "copy_kind_enum": ("ENUM_CUDA_MEMCPY_OPER", "(written by every nsys export)", {"id": "id", "label": "label"}),

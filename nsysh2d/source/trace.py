@@ -162,7 +162,7 @@ class Trace:
 
     def gpu_work(self):
         """Kernels, memsets and graph replays overlapping the spans of table work_spans, as one Arrow table
-        (device_id, stream_id: int32; start, end, correlation_id, global_pid). nsys: the span condition runs
+        (device_id, stream_id: int32; start, end, correlation_id, global_pid, name_id: a kernel's name). nsys: the span condition runs
         inside SQLite, so the full scan stays in its C loop and only the matching rows cross into DuckDB (5 M kernel rows: ~0.3 s,
         against ~1 s through DuckDB's scanner, which converts every row first)."""
         import pyarrow as pa
@@ -171,13 +171,14 @@ class Trace:
             return kineto.gpu_work(self.con)
         spans = self.con.execute("SELECT lo, hi FROM work_spans").fetchall()
         where = ingest.spans_condition([(int(lo), int(hi)) for lo, hi in spans])
-        cols = ["device_id", "stream_id", "start", "end", "correlation_id", "global_pid"]
+        cols = ["device_id", "stream_id", "start", "end", "correlation_id", "global_pid", "name_id"]
         parts = []
         for view in ("kernel", "memset", "graph"):
             with ingest.Parts(self, ingest.Read(view, where, cols, {"device_id": "INTEGER", "stream_id": "INTEGER"})) as read:
                 parts.extend(read)
         schema = pa.schema([("device_id", pa.int32()), ("stream_id", pa.int32()), ("start", pa.int64()),
-                            ("end", pa.int64()), ("correlation_id", pa.int64()), ("global_pid", pa.int64())])
+                            ("end", pa.int64()), ("correlation_id", pa.int64()), ("global_pid", pa.int64()),
+                            ("name_id", pa.int64())])
         return pa.concat_tables(parts) if parts else schema.empty_table()
 
     def python_stacks(self, marks: list[tuple]) -> tuple[list[tuple], dict]:

@@ -5,7 +5,10 @@
 -- device_backlog_ns: until all work the device had started before this copy's GPU start ended
 -- (computed for the listed calls only; the pipeline has built table `work` and their stream backlog
 -- first, see model/backlog_probes.sql).
-WITH t AS (
+-- collective_ns_ahead: how long NCCL collectives (kernels named nccl*) ran on the call's stream between the call's
+-- start and its GPU copy's start: a copy queued behind a collective waits for the other ranks too.
+WITH collectives AS (SELECT id FROM n.strings WHERE lower(value) LIKE 'nccl%'),
+t AS (
     SELECT api_start AS api_start_ns, host_ns, gpu_ns, bytes::BIGINT AS bytes,
            src_kind_name AS src_kind, dst_kind_name AS dst_kind, source_class, waited_for_gpu,
            site, site_line, nvtx_range, nvtx_path, api_name, api, sync, pid, tid, device_id AS device, stream_id AS stream,
@@ -22,6 +25,10 @@ WITH t AS (
 )
 SELECT t.* EXCLUDE (gpu_start),
        greatest(COALESCE((SELECT max(w."end") FROM work w WHERE w.device_id = t.device AND w.start < t.gpu_start),
-                         t.api_start_ns) - t.api_start_ns, 0) AS device_backlog_ns
+                         t.api_start_ns) - t.api_start_ns, 0) AS device_backlog_ns,
+       (SELECT COALESCE(sum(least(w."end", t.gpu_start) - greatest(w.start, t.api_start_ns)), 0)
+        FROM work w WHERE w.device_id = t.device AND w.stream_id = t.stream AND w.busy AND w."end" > t.api_start_ns
+                      AND w.start < t.gpu_start AND w.name_id IN (SELECT id FROM collectives))::BIGINT
+           AS collective_ns_ahead
 FROM t
 ORDER BY t.host_ns DESC, t.api_start_ns;

@@ -16,7 +16,7 @@
 CREATE TEMP TABLE backlog (global_pid BIGINT, correlation_id BIGINT, backlog_ns BIGINT, gpu_idle_ns BIGINT,
                            queued_ahead BIGINT);
 CREATE TEMP TABLE work (device_id INTEGER, stream_id INTEGER, start BIGINT, "end" BIGINT, busy BOOLEAN,
-                        correlation_id BIGINT, global_pid BIGINT);
+                        correlation_id BIGINT, global_pid BIGINT, name_id BIGINT);
 CREATE TEMP TABLE work_windows (lo BIGINT, hi BIGINT);
 CREATE TEMP TABLE work_spans (lo BIGINT, hi BIGINT);
 

@@ -39,13 +39,14 @@ LEFT JOIN known_mem_kind dk ON dk.label = c.dst_kind
 LEFT JOIN kineto_pids p USING (correlation_id)
 WHERE g.kind = 0;
 CREATE VIEW n.kernel AS
-SELECT g.start, g."end", g.device_id, g.stream_id, g.correlation_id, p.global_pid
+SELECT g.start, g."end", g.device_id, g.stream_id, g.correlation_id, p.global_pid, g.name_id
 FROM k_gpu g LEFT JOIN kineto_pids p USING (correlation_id) WHERE g.kind = 2;
 CREATE VIEW n.memset AS
-SELECT g.start, g."end", g.device_id, g.stream_id, g.correlation_id, p.global_pid
+SELECT g.start, g."end", g.device_id, g.stream_id, g.correlation_id, p.global_pid, CAST(NULL AS BIGINT) AS name_id
 FROM k_gpu g LEFT JOIN kineto_pids p USING (correlation_id) WHERE g.kind = 1;
 CREATE VIEW n.graph AS
-SELECT start, "end", device_id, stream_id, correlation_id, CAST(NULL AS BIGINT) AS global_pid FROM k_gpu WHERE false;
+SELECT start, "end", device_id, stream_id, correlation_id, CAST(NULL AS BIGINT) AS global_pid,
+       CAST(NULL AS BIGINT) AS name_id FROM k_gpu WHERE false;
 CREATE VIEW n.strings AS SELECT id, value FROM k_strings;
 CREATE VIEW n.mem_kind_enum AS SELECT id, label FROM known_mem_kind;
 CREATE VIEW n.copy_kind_enum AS SELECT id, label FROM known_copy_kind;
