@@ -136,3 +136,23 @@ def test_a_copy_behind_a_collective_says_so(tmp_path):
     assert set(got.values()) == {0}
     text = " ".join(run_cli("analyze", path).stdout.split())
     assert "behind a collective: 1 of the longest calls waited while NCCL kernels ran on their stream" in text
+
+
+def test_compare_of_rank_sets(tmp_path):
+    """Two-rank sets of the real before and after exports: compare puts rank i beside rank i, each figure the
+    by_process row of its side (and those equal plain SQL above)."""
+    b = make_ranks(H200 / "qwen3vl-before.sqlite", tmp_path / "b.sqlite", ranks=2)
+    a = make_ranks(H200 / "qwen3vl-after.sqlite", tmp_path / "a.sqlite", ranks=2)
+    doc = json.loads(run_cli("compare", b, a, "--format", "json").stdout)["compare"]
+    pb, pa = report(b)["by_process"], report(a)["by_process"]
+    assert [r["rank"] for r in doc["by_rank"]] == [0, 1]
+    for r, x, y in zip(doc["by_rank"], pb, pa):
+        assert (r["pid_before"], r["pid_after"]) == (x["pid"], y["pid"])
+        for k in ("blocking_calls", "blocking_ns", "blocking_ns_per_step", "gpu_idle_ns", "steps"):
+            assert (r[f"{k}_before"], r[f"{k}_after"]) == (x[k], y[k])
+            assert r[f"{k}_delta"] == y[k] - x[k]
+    assert doc["by_rank"][1]["blocking_calls_delta"] == -4
+    assert "by rank (the i-th process by pid on each side)" in run_cli("compare", b, a).stdout
+    single = json.loads(run_cli("compare", H200 / "qwen3vl-before.sqlite", H200 / "qwen3vl-after.sqlite",
+                                "--format", "json").stdout)["compare"]
+    assert "by_rank" not in single

@@ -76,7 +76,31 @@ def compare(before_report, after_report, range_times=None) -> Comparison:
     out["steps_series"] = {side: _step_series(rep) for side, rep in (("before", before), ("after", after))}
     if range_times is not None:   # wall time of every NVTX range: a fix can make a range slower
         out["ranges"], out["range_findings"] = compare_ranges(*(r.to_json() for r in range_times))
+    ranks = compare_ranks(before.get("by_process") or [], after.get("by_process") or [])
+    if ranks:
+        out["by_rank"] = ranks
     return Comparison(out)
+
+
+RANK_FIGURES = ("long_calls", "blocking_calls", "long_ns", "blocking_ns", "gpu_idle_ns", "steps", "blocking_ns_per_step")
+
+
+def compare_ranks(before: list[dict], after: list[dict]) -> list[dict]:
+    """Rank sets side by side when either trace holds several processes: rank i is the i-th process by pid (pids
+    differ from run to run; the order of their start does not)."""
+    if len(before) < 2 and len(after) < 2:
+        return []
+    rows = []
+    for i in range(max(len(before), len(after))):
+        rb = before[i] if i < len(before) else {}
+        ra = after[i] if i < len(after) else {}
+        row = {"rank": i, "pid_before": rb.get("pid"), "pid_after": ra.get("pid")}
+        for k in RANK_FIGURES:
+            vb, va = rb.get(k), ra.get(k)
+            row[f"{k}_before"], row[f"{k}_after"] = vb, va
+            row[f"{k}_delta"] = va - vb if None not in (vb, va) else None
+        rows.append(row)
+    return rows
 
 
 RANGE_FIGURES = ("count", "median_ns", "p90_ns", "max_ns", "total_ns", "kernel_gpu_ns")

@@ -42,9 +42,12 @@ def compare_output(fmt: str, comparison, before: str, after: str) -> str:
     if fmt == "html":
         from .html import compare_html
         return compare_html(comparison, before, after)
+    from .processes import rank_compare_section
     from .sections import compare_sections
 
-    return render_sections(fmt, compare_sections(comparison), f"{before}  ->  {after}")
+    sections = compare_sections(comparison)
+    ranks = rank_compare_section(comparison.to_json())
+    return render_sections(fmt, sections + ([ranks] if ranks else []), f"{before}  ->  {after}")
 
 
 def compare_many_output(fmt: str, comparison, paths: list[str]) -> str:

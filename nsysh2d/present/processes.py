@@ -19,3 +19,17 @@ def process_section(rep: dict) -> Section | None:
         [{**r, "devices_s": ",".join(str(d) for d in r.get("devices") or []) or "-"} for r in rows],
         note="each process's copies on their own devices; its steps are its own step ranges (the totals above "
              "count the steps of every process).")
+
+
+def rank_compare_section(doc: dict) -> Section | None:
+    """compare: the rank sets side by side (analyses/compare.py's compare_ranks)."""
+    rows = doc.get("by_rank") or []
+    if not rows:
+        return None
+    cols = [Column("rank", "rank", "int"), Column("pid_before", "pid before", "int", drop=2),
+            Column("pid_after", "pid after", "int", drop=2)]
+    for k, title, kind in (("blocking_calls", "blocking", "int"), ("blocking_ns", "blocked", "ns"),
+                           ("blocking_ns_per_step", "blocked per step", "ns")):
+        cols += [Column(f"{k}_before", f"{title} before", kind), Column(f"{k}_after", f"{title} after", kind),
+                 Column(f"{k}_delta", "delta", kind, drop=1)]
+    return Section("by rank (the i-th process by pid on each side)", cols, rows)
