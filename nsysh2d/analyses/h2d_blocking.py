@@ -116,7 +116,7 @@ class Report:
     format: str = "nsys-sqlite"                          # the input read: nsys-sqlite or kineto (torch.profiler)
     exported_with: str | None = None                     # a .nsys-rep input: the nsys that exported it here
     by_cause: list[dict] = field(default_factory=list)   # long calls per cause (analyses/by_cause.sql)
-    by_process: list[dict] = field(default_factory=list)  # per process/rank (analyses/by_process.sql)
+    by_process: list[dict] = field(default_factory=list)  # per process/rank (by_process.sql), when several
 
     def group(self, by: str) -> list[dict]:
         if by == "kind":
@@ -185,10 +185,13 @@ def cause_rows(model, opts: Options) -> list[dict]:
 
 
 def process_rows(model, opts: Options) -> list[dict]:
-    """Figures per process (analyses/by_process.sql): each rank of a multi-process trace on its own."""
+    """Figures per process (analyses/by_process.sql): each rank of a multi-process trace on its own; none when
+    one process made every copy call (its figures are the totals)."""
     opts.check()
-    model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
     from ..model.pipeline import stage
+    if model.rows("analyses/processes")[0]["n"] < 2:
+        return []
+    model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
     with stage("by process"):
         return model.rows("analyses/by_process", opts.params(pattern=opts.step_pattern))
 
