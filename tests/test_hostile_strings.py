@@ -131,7 +131,8 @@ def test_the_fixture_is_hostile_and_still_fails_the_gate(hostile, cli):
 @pytest.mark.parametrize("args", [
     ["analyze", "{t}"], ["analyze", "{t}", "--by", "site"], ["analyze", "{t}", "--by", "nvtx"],
     ["analyze", "{t}", "--by", "class"], ["analyze", "{t}", "--by", "stream"], ["analyze", "{t}", "{s}"],
-    ["compare", "{s}", "{t}"], ["gate", "{t}"], ["api-summary", "{t}"],
+    ["compare", "{s}", "{t}"], ["gate", "{t}"], ["api-summary", "{t}"], ["compare", "{t}", "{t}", "{t}"],
+    ["gate", "{t}", "--fail-on-cause", "backlog"],
 ])
 def test_text_outputs_hold_no_runner_command_or_escape(hostile, cli, args):
     r = cli(*[a.format(t=hostile, s=SOURCE) for a in args])
@@ -152,7 +153,7 @@ def test_wrapped_names_never_start_a_line_with_a_command(hostile, cli, columns):
 
 
 @pytest.mark.parametrize("cmd", [["analyze", "{t}"], ["analyze", "{t}", "--by", "nvtx"], ["compare", "{s}", "{t}"],
-                                 ["gate", "{t}"], ["api-summary", "{t}"]])
+                                 ["gate", "{t}"], ["api-summary", "{t}"], ["compare", "{t}", "{t}", "{t}"]])
 def test_markdown_outputs_are_one_cell_per_name(hostile, cli, cmd):
     r = cli(*[a.format(t=hostile, s=SOURCE) for a in cmd], "--format", "markdown")
     assert r.exit_code in (0, 1), r.output
@@ -160,7 +161,7 @@ def test_markdown_outputs_are_one_cell_per_name(hostile, cli, cmd):
 
 
 @pytest.mark.parametrize("cmd", [["analyze", "{t}"], ["analyze", "{t}", "--by", "site"], ["compare", "{s}", "{t}"],
-                                 ["api-summary", "{t}"]])
+                                 ["api-summary", "{t}"], ["compare", "{t}", "{t}", "{t}"]])
 def test_csv_outputs_are_loadable_and_hold_no_formula(hostile, cli, cmd):
     r = cli(*[a.format(t=hostile, s=SOURCE) for a in cmd], "--format", "csv")
     assert r.exit_code == 0, r.output
