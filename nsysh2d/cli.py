@@ -212,6 +212,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
       max-long-calls        long-blocking copies found <= --max-long-calls (default 0)
       max-blocked-per-step  host time in long-blocking copies per NVTX step <= the limit
       max-gpu-idle-per-step GPU idle time during long copies per NVTX step <= the limit
+      max-blocked-per-step-per-process (a trace of several processes) each one's own figure <= the limit
       no-new-sites          (with --baseline) no long-blocking call site the baseline lacks
       no-growth             (with --baseline) no site's long-copy time grew beyond --tolerance
       no-long-calls-of-cause (with --fail-on-cause) no long call with one of these causes
