@@ -192,7 +192,7 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
               help="With step ranges, the rules judge copies made during steps (the steady state); the first N "
                    "steps are warm-up and not judged either.")
 @click.option("--fail-on-cause", "fail_causes", multiple=True, help="Fail on any long call with this cause "
-              "(backlog, own_transfer, launch_queue, host_allocation, unknown; `analyze` shows them); repeatable.")
+              "(backlog, launch_queue, own_transfer, host_allocation, unknown; `analyze` shows them); repeatable.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
               help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
@@ -232,7 +232,8 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
     from .run import analyze_many
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
-    given.update(kinds=tuple(given["kinds"]), fail_causes=tuple(given["fail_causes"]), direction=given["direction"].lower(), calls=given["calls"].lower())
+    given.update(kinds=tuple(given["kinds"]), fail_causes=tuple(given["fail_causes"]),
+                 direction=given["direction"].lower(), calls=given["calls"].lower())
     explicit = {k for k in given if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE}
     settings = GateSettings.resolve(given, explicit, conf, conf_path)
     result = run_gate(reports, settings, lambda ps, opts: analyze_many(

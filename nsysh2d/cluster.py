@@ -70,39 +70,34 @@ class Dask:
         self.scheduler, self.workers = scheduler, workers
 
     def map(self, paths: list[str], args, done) -> None:
-        _on_cluster(paths, self.scheduler, done, args, self.workers)
+        from .jobs import ANALYSES
 
-
-def _on_cluster(paths: list[str], scheduler: str, done, args, workers: int | None = None) -> None:
-    from .jobs import ANALYSES
-
-    from_json = ANALYSES[args[-1] if len(args) > 4 else "report"].from_json
-
-    distributed = _distributed()
-    client, cluster = connect(scheduler, workers)
-    try:
-        futures = client.map(task, paths, *[[a] * len(paths) for a in args], pure=False, retries=2)
-        index = {f.key: i for i, f in enumerate(futures)}
-        pending, idle_since = set(futures), None
-        while pending:
-            try:
-                finished, pending = distributed.wait(list(pending), timeout=2, return_when="FIRST_COMPLETED")
-            except TimeoutError:
-                finished = set()
-            for f in finished:
-                done(index[f.key], lambda f=f: _result(f, paths[index[f.key]], from_json))
-            if finished or client.scheduler_info().get("workers"):
-                idle_since = None
-            elif idle_since is None:
-                idle_since = time.monotonic()
-            elif time.monotonic() - idle_since > NO_WORKER_S:
-                for f in pending:
-                    done(index[f.key], lambda f=f: _no_worker(paths[index[f.key]]))
-                break
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        from_json = ANALYSES[args[-1] if len(args) > 4 else "report"].from_json
+        distributed = _distributed()
+        client, cluster = connect(self.scheduler, self.workers)
+        try:
+            futures = client.map(task, paths, *[[a] * len(paths) for a in args], pure=False, retries=2)
+            index = {f.key: i for i, f in enumerate(futures)}
+            pending, idle_since = set(futures), None
+            while pending:
+                try:
+                    finished, pending = distributed.wait(list(pending), timeout=2, return_when="FIRST_COMPLETED")
+                except TimeoutError:
+                    finished = set()
+                for f in finished:
+                    done(index[f.key], lambda f=f: _result(f, paths[index[f.key]], from_json))
+                if finished or client.scheduler_info().get("workers"):
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = time.monotonic()
+                elif time.monotonic() - idle_since > NO_WORKER_S:
+                    for f in pending:
+                        done(index[f.key], lambda f=f: _no_worker(paths[index[f.key]]))
+                    break
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
 
 
 def _result(future, path, from_json):

@@ -140,8 +140,7 @@ class Checker:
             return
         # By argument name, whatever the overload: aten.to.* reaches a mode under inference_mode (it is
         # decomposed into _to_copy otherwise), with device/dtype positional or keyword.
-        names = [a.name for a in func._schema.arguments]
-        bound = {**dict(zip(names, args)), **kwargs}
+        bound = _bind(func, args, kwargs)
         if not bound.get("non_blocking"):
             return
         if name == "copy_":
@@ -184,15 +183,13 @@ class Checker:
         """Before an op runs: does it write pinned memory that a copy in flight still reads?"""
         if not self._in_flight:
             return
-        self._in_flight = [f for f in self._in_flight if not f[1].query()]   # copies done: forget them
-        if not self._in_flight:
+        bound = _bind(func, args, kwargs)
+        written = [bound.get(a.name) for a in func._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+        written = [t for t in written if hasattr(t, "device") and t.device.type == "cpu"]
+        if not written:   # most ops write no CPU tensor: no event is queried for them
             return
-        names = [a.name for a in func._schema.arguments]
-        bound = {**dict(zip(names, args)), **kwargs}
-        for a in func._schema.arguments:
-            t = bound.get(a.name)
-            if a.alias_info is None or not a.alias_info.is_write or not hasattr(t, "device") or t.device.type != "cpu":
-                continue
+        self._in_flight = [f for f in self._in_flight if not f[1].query()]   # copies done: forget them
+        for t in written:
             mine = runs(t)
             hit = next((f for f in self._in_flight if overlap(mine, f[0])), None)
             if hit is not None:
@@ -218,6 +215,12 @@ class Checker:
         return {"checked": len(self.copies), "flagged": len(self.flagged), "devices": list(self.devices),
                 "by_site": rows, "copies": [asdict(c) for c in self.copies],
                 "rewrites": [asdict(r) for r in self.rewrites]}
+
+
+def _bind(func, args, kwargs) -> dict:
+    """An op's arguments by name, positional or keyword, whatever the overload."""
+    names = [a.name for a in func._schema.arguments]
+    return {**dict(zip(names, args)), **kwargs}
 
 
 def dst_device(bound: dict, name: str):

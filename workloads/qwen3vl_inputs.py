@@ -202,31 +202,23 @@ def vision_inputs_to_device(pos_ids: np.ndarray, seqlens: np.ndarray, device, va
     reused pinned slots and copies from those (each slot released behind its own copy)."""
     import torch
 
-    if variant == "staged":
+    if variant in ("staged", "uva"):
         if rings is None:
-            raise ValueError("variant 'staged' needs the staging rings")
+            raise ValueError(f"variant {variant!r} needs the staging rings")
         out = []
         for arr, ring in zip((pos_ids, seqlens), rings):
-            host, _ = ring.acquire()   # waits, if ever, for the copy that last read this slot
+            host, dev = ring.acquire()   # waits, if ever, for the last reader of this slot
             if tuple(host.shape) != arr.shape:
                 raise ValueError(f"staging slot {tuple(host.shape)} does not fit {arr.shape}")
             host.numpy()[...] = arr
+            if variant == "uva":
+                out.append(dev)
+                continue
             out.append(host.to(device, non_blocking=True, copy=True))
-            if host.is_pinned():
+            if host.is_pinned():   # the copy is the slot's reader
                 read = torch.cuda.Event()
                 read.record()
                 ring.release(read)
-        return out[0], out[1]
-    if variant == "uva":
-        if rings is None:
-            raise ValueError("variant 'uva' needs the staging rings")
-        out = []
-        for arr, ring in zip((pos_ids, seqlens), rings):
-            host, dev = ring.acquire()
-            if tuple(host.shape) != arr.shape:
-                raise ValueError(f"staging slot {tuple(host.shape)} does not fit {arr.shape}")
-            host.numpy()[...] = arr
-            out.append(dev)
         return out[0], out[1]
     out = []
     for arr in (pos_ids, seqlens):

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from ..errors import BadInput
 from .options import COMPARED_GROUPS
+from .rules import CAUSES
 
 ROW_KEYS = {"kind": ("by_kind", lambda r: f"{r['src_kind']} -> {r['dst_kind']}"),
           "class": ("by_class", lambda r: r["group"]),
@@ -181,9 +182,6 @@ def _pair(rb: dict, ra: dict, sb, sa, keys=FIGURES) -> dict:
     return row
 
 
-
-
-CAUSES_SHOWN = ("backlog", "launch_queue", "own_transfer", "host_allocation", "unknown")
 MAX_RANGES = 12   # named ranges in the side-by-side table (those in every trace, most wall time first)
 
 
@@ -201,11 +199,10 @@ def compare_many(reports, range_times=None) -> Comparison:
                              ("blocking_ns", "host time in blocking copy calls", "ns"),
                              ("gpu_idle_ns", "GPU idle during long copy calls", "ns")):
         add(label, unit, [d["totals"].get(key) for d in docs])
-    for cause in CAUSES_SHOWN:
+    for cause in CAUSES:
         counts = [next((r["calls"] for r in d.get("by_cause") or [] if r["cause"] == cause), 0) for d in docs]
         if any(counts):
             add(f"long calls: {cause}", "int", counts)
-    names: list[tuple] = []
     if range_times:
         per = [{(r["name"], r["is_step"]): r for r in t.ranges} for t in range_times]
         names = [k for k in per[0] if all(k in p for p in per)]

@@ -175,25 +175,26 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
                   by_process=process_rows(model, opts))
 
 
-def cause_rows(model, opts: Options) -> list[dict]:
-    """The long calls per cause, with their evidence (analyses/by_cause.sql)."""
+def _backlog_rows(model, opts: Options, what: str, query: str, params: dict) -> list[dict]:
+    """Rows of an analysis query that reads the backlog of the calls these options need (computed first)."""
     opts.check()
     model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
     from ..model.pipeline import stage
-    with stage("by cause"):
-        return model.rows("analyses/by_cause", opts.params())
+    with stage(what):
+        return model.rows(query, params)
+
+
+def cause_rows(model, opts: Options) -> list[dict]:
+    """The long calls per cause, with their evidence (analyses/by_cause.sql)."""
+    return _backlog_rows(model, opts, "by cause", "analyses/by_cause", opts.params())
 
 
 def process_rows(model, opts: Options) -> list[dict]:
     """Figures per process (analyses/by_process.sql): each rank of a multi-process trace on its own; none when
     one process made every copy call (its figures are the totals)."""
-    opts.check()
-    from ..model.pipeline import stage
     if model.rows("analyses/processes")[0]["n"] < 2:
         return []
-    model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
-    with stage("by process"):
-        return model.rows("analyses/by_process", opts.params(pattern=opts.step_pattern))
+    return _backlog_rows(model, opts, "by process", "analyses/by_process", opts.params(pattern=opts.step_pattern))
 
 
 def group_rows(model, by: str, opts: Options) -> list[dict]:
@@ -215,20 +216,12 @@ def group_rows(model, by: str, opts: Options) -> list[dict]:
 
 def top_rows(model, opts: Options) -> list[dict]:
     """The longest calls with everything that explains them (analyses/top.sql)."""
-    opts.check()
-    model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
-    from ..model.pipeline import stage
-    with stage("top calls"):
-        return model.rows("analyses/top", opts.params(limit=opts.top))
+    return _backlog_rows(model, opts, "top calls", "analyses/top", opts.params(limit=opts.top))
 
 
 def api_rows(model, opts: Options) -> list[dict]:
     """Figures per copy API, synchronous and asynchronous (analyses/by_api.sql)."""
-    opts.check()
-    model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
-    from ..model.pipeline import stage
-    with stage("by api"):
-        return model.rows("analyses/by_api", {"min_ns": opts.min_ns, "direction": opts.direction})
+    return _backlog_rows(model, opts, "by api", "analyses/by_api", {"min_ns": opts.min_ns, "direction": opts.direction})
 
 
 def check_pattern(model, pattern: str) -> None:

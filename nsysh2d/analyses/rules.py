@@ -30,8 +30,9 @@ class Rules:
         return "long-blocking" if self.count == "blocking" else "long"
 
 
-# The causes a long call can have (queries/model/rules.sql's call_cause, queries/analyses/by_cause.sql).
-CAUSES = ("backlog", "own_transfer", "launch_queue", "host_allocation", "unknown")
+# The causes a long call can have, in the order queries/model/rules.sql's call_cause tries them (and
+# queries/analyses/by_cause.sql's host_allocation).
+CAUSES = ("backlog", "launch_queue", "own_transfer", "host_allocation", "unknown")
 
 
 @dataclass

@@ -6,14 +6,15 @@ from ..units import format_ns
 from .render import Column, Section
 from .safe import Line, Trusted
 
+LAUNCH_QUEUE_FIX = ("pinning does not help; launch less per step (CUDA graphs, fused kernels) or let the host run "
+                    "less far ahead")
 # What each cause needs (docs/why-non-blocking-blocks.md). Our own text: Trusted.
 WHAT_TO_DO = {
     "backlog": "pin the source (or copy the contiguous pieces of a strided pinned view); the fix lines above "
                "name the call sites",
     "own_transfer": "the call lasted as long as its own transfer: pinning the source makes it asynchronous; "
                     "otherwise move less, or earlier",
-    "launch_queue": "pinning does not help; launch less per step (CUDA graphs, fused kernels) or let the host "
-                    "run less far ahead",
+    "launch_queue": LAUNCH_QUEUE_FIX,
     "host_allocation": "`.pin_memory()` grew the caching host allocator (cudaHostAlloc) while earlier copies were "
                        "in flight: copy into a pinned staging buffer allocated once and reused (an event per "
                        "slot before rewriting it)",

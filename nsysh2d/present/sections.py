@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..analyses.options import GROUPINGS, left_out
 from ..units import format_bytes, format_ns
-from .causes import cause_section
+from .causes import LAUNCH_QUEUE_FIX, cause_section
 from .processes import process_section
 from .render import Column, Section, cell
 from .safe import Line, Trusted
@@ -96,8 +96,7 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
     return sections
 
 
-QUEUE_FULL_FIX = ("pinning does not help; launch less per step (CUDA graphs, fused kernels) or let the host run "
-                  "less far ahead (docs/why-non-blocking-blocks.md)")
+QUEUE_FULL_FIX = LAUNCH_QUEUE_FIX + " (docs/why-non-blocking-blocks.md)"
 
 
 def waited_cell(r: dict) -> str:
@@ -190,20 +189,19 @@ def range_label(r: dict):
 def ranges_section(result: dict) -> Section:
     """Wall time per occurrence of each NVTX range name (the steps as one row), before and after, the API
     calls that grew inside a range, and the pinning-cost findings (analyses/compare.py: compare_ranges)."""
-    name = range_label
-    rows = [{**r, "range": name(r),
+    rows = [{**r, "range": range_label(r),
              "delta_s": _signed(r["median_ns_delta"], "ns") if r["median_ns_delta"] is not None else "-"}
             for r in result["ranges"]]
     lines = []
     for r in result["ranges"]:   # the calls that grew, in the ranges that got slower (JSON: every range)
         if (r["median_ns_delta"] or 0) > 0.05 * (r["median_ns_before"] or 0):
             for g in r["grew"][:3]:
-                lines.append(Line("grew inside {}: {} {} -> {} calls, {} -> {}", name(r), g["api"],
+                lines.append(Line("grew inside {}: {} {} -> {} calls, {} -> {}", range_label(r), g["api"],
                                   Trusted(str(g["calls_before"])), Trusted(str(g["calls_after"])),
                                   Trusted(cell(g["total_ns_before"], "ns")), Trusted(cell(g["total_ns_after"], "ns"))))
     findings = result.get("range_findings") or []
     for f in findings:
-        lines.append(Line("slower with {} growing: {} ({} -> {} median)", ", ".join(f["apis"]), name(f),
+        lines.append(Line("slower with {} growing: {} ({} -> {} median)", ", ".join(f["apis"]), range_label(f),
                           Trusted(cell(f["median_ns_before"], "ns")), Trusted(cell(f["median_ns_after"], "ns"))))
     if findings:
         lines.append(Line("fix: {}", Trusted(findings[0]["fix"])))
