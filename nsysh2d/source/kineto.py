@@ -104,7 +104,7 @@ def _ns(us):
     """Microseconds (a JSON number) as integer ns; None when it is not a finite number in range."""
     if type(us) is int:
         ns = us * 1000
-    elif type(us) is float and math.isfinite(us):
+    elif type(us) is float and math.isfinite(us) and abs(us) <= TIME_LIMIT / 1000:   # us * 1000 may overflow
         ns = round(us * 1000)
     else:
         return None
