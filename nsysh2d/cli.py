@@ -111,7 +111,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
     memory of each stage on stderr).
     """
     from .analyses.options import Options
-    from .present import analyze_output
+    from . import present
     from .run import analyze_many
 
     top = top if top is not None else 500 if fmt.lower() == "html" else 10
@@ -123,7 +123,8 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
         click.echo(error_line(msg), err=True)
     if errors and not reps and fmt.lower() != "json":  # nothing to show: the error lines say it all (JSON
         return exit_code(errors)                          # still gets its document, with the errors)
-    emit(analyze_output(fmt, reps, errors, by, top, len(reps) + len(errors), csv_table.lower()), output)
+    view = present.AnalyzeView(reps, errors, by, top, inputs=len(reps) + len(errors), csv_table=csv_table.lower())
+    emit(present.output(fmt, view), output)
     return exit_code(errors)
 
 
@@ -149,7 +150,7 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
     from .analyses.compare import compare_many
     from .errors import BadInput
     from .analyses.options import Options
-    from .present import compare_many_output, compare_output
+    from . import present
     from .run import analyze_all
 
     if len(traces) < 2:
@@ -161,9 +162,9 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
     reps = analyze_all(list(traces), opts, nsys_path, not no_cache, scheduler_setting(scheduler))
     times = analyze_all(list(traces), opts, nsys_path, not no_cache, scheduler_setting(scheduler), "range-times")
     if len(traces) == 2:
-        emit(compare_output(fmt, do_compare(*reps, times), *traces), output)
+        emit(present.output(fmt, present.CompareView(do_compare(*reps, times), *traces)), output)
     else:
-        emit(compare_many_output(fmt, compare_many(reps, times), list(traces)), output)
+        emit(present.output(fmt, present.CompareManyView(compare_many(reps, times), list(traces))), output)
     return 0
 
 
@@ -228,7 +229,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
     """
     from .analyses.gate import GateSettings, run_gate
     from .config import gate_settings
-    from .present import gate_files, gate_output
+    from . import present
     from .run import analyze_many
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
@@ -240,13 +241,13 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
         ps, opts, nsys=nsys_path, use_cache=not no_cache, scheduler=scheduler_setting(scheduler)))
     for _path, msg, _c in result.errors:
         click.echo(error_line(msg), err=True)
-    annotations = gate_files(result, junit_path, summary_path, os.environ.get("GITHUB_ACTIONS") == "true")
+    annotations = present.gate_files(result, junit_path, summary_path, os.environ.get("GITHUB_ACTIONS") == "true")
     # JSON on stdout stays parseable: the annotations then go to stderr (the runner reads both).
     if fmt == "json":
         click.echo(annotations, nl=False, err=True)
     else:
         emit(annotations, commands=True)
-    emit(gate_output(fmt, result))
+    emit(present.output(fmt, present.GateView(result)))
     return result.exit_code
 
 

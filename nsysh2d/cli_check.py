@@ -31,12 +31,12 @@ def check(fail, fmt, output, devices, script):
     would read the new values) is flagged too, with both sites. Call sites are the script's own file:line. One thread: copies made by
     other threads or by C++ code outside the dispatcher are not seen (see nsysh2d.runtime).
     """
-    from .present import check_output
+    from . import present
     from .runtime import run_script
 
     argv = list(script[1:] if script and script[0] == "--" else script)
     checker, code = run_script(argv, devices)
-    emit(check_output(fmt, checker.report()), output)
+    emit(present.output(fmt, present.CheckView(checker.report())), output)
     if code:
         raise NsysH2DError(f"{argv[0]} exited {code}", EXIT_WORKLOAD_FAILED)
     return 1 if fail and (checker.flagged or checker.rewrites) else 0

@@ -26,7 +26,7 @@ def api_summary(reports, fmt, output, nsys_path, jobs, scheduler, no_cache):
       nsysh2d api-summary rank-folder/ -j 4 --format csv -o api.csv
     """
     from .config import scheduler_setting
-    from .present import api_summary_output
+    from . import present
     from .run import analyze_many
 
     done, errors = analyze_many(list(reports), None, (), jobs=jobs, nsys=nsys_path, use_cache=not no_cache,
@@ -34,7 +34,7 @@ def api_summary(reports, fmt, output, nsys_path, jobs, scheduler, no_cache):
     for _path, msg, _code in errors:
         click.echo(error_line(msg), err=True)
     if done or fmt.lower() == "json":   # JSON asked for is JSON, errors and all
-        emit(api_summary_output(fmt, done, errors), output)
+        emit(present.output(fmt, present.ApiSummaryView(done, errors)), output)
     return max((c for _p, _m, c in errors), default=0)
 
 
@@ -56,7 +56,7 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
       nsysh2d profile --no-variants --sample none --cudabacktrace none workloads/h2d_sweep.py
       nsysh2d threshold nsysh2d-out/h2d_sweep.sqlite --plot threshold.png
     """
-    from .present import threshold_output
+    from . import present
     from .present.plots import save_threshold_plot
     from .run import analyze_one
 
@@ -64,5 +64,5 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
     if plot_path:
         save_threshold_plot(result.series, plot_path, title=sweep)
         note(f"wrote {terminal(plot_path)}", err=True)   # stderr: stdout stays the report
-    emit(threshold_output(fmt, result), output)
+    emit(present.output(fmt, present.ThresholdView(result)), output)
     return 0

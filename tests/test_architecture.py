@@ -183,3 +183,37 @@ def test_executors_are_one_strategy(tmp_path):
         out[type(ex).__name__] = got
     assert out["Serial"] == out["Processes"] and sorted(out["Serial"]) == [0, 1]
     assert out["Serial"][0]["path"] == str(BEFORE)
+
+
+def test_one_format_ladder():
+    """Issue 36: every command's output is present.output(fmt, view); outside present/ nothing builds a document,
+    renders sections or picks a renderer by format, and each view gives output() what its formats need."""
+    from nsysh2d import present
+    from nsysh2d.present import views
+
+    outside = [str(f.relative_to(PKG)) for f in PKG.rglob("*.py") if "present" not in f.parts
+               and re.search(r"\b(document|render_sections|rows_csv|to_markdown)\(", f.read_text())]
+    assert not outside, outside
+    ladders = [str(f.relative_to(PKG)) for f in (PKG / "present").glob("*.py")
+               if f.name != "__init__.py" and re.search(r'fmt == "(json|csv|html)"', f.read_text())]
+    assert not ladders, ladders
+    kinds = [v for v in vars(views).values() if isinstance(v, type) and issubclass(v, views.View) and v is not views.View]
+    assert len(kinds) >= 7
+    for kind in kinds:   # a view states its document and either its sections or a text of its own
+        assert kind.document is not views.View.document, kind
+        assert kind.sections is not views.View.sections or kind.text is not views.View.text, kind
+
+    class Rows(views.View):
+        heading = "h"
+
+        def document(self):
+            return {"rows": [{"a": 1}]}
+
+        def csv_rows(self):
+            return [{"a": 1}]
+
+        def sections(self):
+            return [present.Section("t", [present.Column("a", "a", "int")], [{"a": 1}])]
+
+    assert '"rows"' in present.output("json", Rows()) and present.output("csv", Rows()) == "a\n1\n"
+    assert present.output("markdown", Rows()).startswith("## h") and "| 1 |" in present.output("markdown", Rows())

@@ -205,7 +205,7 @@ def test_a_write_after_the_copy_completed_is_not_flagged(pinned):
 
 
 def test_rewrites_reach_the_report_the_table_and_the_gate(pinned, tmp_path, capsys):
-    from nsysh2d.present import check_output
+    from nsysh2d.present import CheckView, output
 
     buf = pinned(torch.ones(16))
     chk = Checker(devices=("meta",))
@@ -215,6 +215,6 @@ def test_rewrites_reach_the_report_the_table_and_the_gate(pinned, tmp_path, caps
         buf.fill_(0.0)
     doc = chk.report()
     assert doc["flagged"] == 0 and len(doc["rewrites"]) == 1 and doc["rewrites"][0]["op"] == "fill_"
-    text = check_output("table", doc)
+    text = output("table", CheckView(doc))
     assert "race tests/test_runtime_check.py:" in text and "may not have read yet" in text
-    assert json.loads(check_output("json", doc))["runtime_check"]["rewrites"][0]["bytes"] == 64
+    assert json.loads(output("json", CheckView(doc)))["runtime_check"]["rewrites"][0]["bytes"] == 64

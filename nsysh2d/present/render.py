@@ -1,4 +1,4 @@
-"""Renderers: sections of rows to a terminal table (terminal.py), Markdown, CSV; documents to JSON."""
+"""Renderers: sections of rows to a terminal table (terminal.py) or Markdown; rows to CSV; documents to JSON."""
 from __future__ import annotations
 
 import csv
@@ -51,21 +51,6 @@ def document(**fields) -> str:
     from .. import __version__
 
     return to_json({"nsysh2d": __version__, **fields})
-
-
-def to_csv(sections: list[Section]) -> str:
-    """The rows of every section, raw values (ns, bytes), one header per distinct column set."""
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    last = None
-    for s in sections:
-        keys = [c.key for c in s.columns]
-        if keys != last:
-            w.writerow(keys)
-            last = keys
-        for r in s.rows:
-            w.writerow(["" if r.get(k) is None else safe.csv_cell(r.get(k)) for k in keys])
-    return buf.getvalue()
 
 
 def rows_csv(rows: list[dict]) -> str:
@@ -192,8 +177,8 @@ def terminal_width(file=None) -> int:
 
 
 def render_sections(fmt: str, sections: list[Section], heading: str = "") -> str:
-    if fmt == "csv":
-        return to_csv(sections)
+    """Sections as Markdown, or as a terminal table (every other text format: present.output sends JSON, CSV
+    and HTML elsewhere)."""
     if fmt == "markdown":
         return to_markdown(sections, heading)
     buf = io.StringIO()

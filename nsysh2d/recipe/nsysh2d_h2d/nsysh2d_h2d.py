@@ -32,7 +32,7 @@ class NsysH2D(recipe.Recipe):
         from nsysh2d.analyses.options import REPORT_GROUPS, Options
         from nsysh2d.analyses.h2d_blocking import Report
         from nsysh2d.cluster import task
-        from nsysh2d.present import analyze_output, document
+        from nsysh2d.present import AnalyzeView, output
         from nsysh2d.present.safe import log_lines, terminal
         from nsysh2d.units import parse_duration
 
@@ -43,11 +43,11 @@ class NsysH2D(recipe.Recipe):
                                                                   nsys=None, use_cache=not args.no_cache))]
         reports = [Report.from_json(r["report"]) for r in results if "report" in r]
         errors = [(p, r["error"], r["exit_code"]) for p, r in zip(paths, results) if "error" in r]
-        extra = {"errors": [{"path": p, "error": m, "exit_code": c} for p, m, c in errors]} if errors else {}
+        view = AnalyzeView(reports, errors, "kind", args.top, inputs=len(paths))
         with open(self.add_output_file("reports.json", "JSON"), "w", encoding="utf-8") as f:
-            f.write(document(reports=[r.to_json() for r in reports], **extra))
+            f.write(output("json", view))
         with open(self.add_output_file("report.txt", "Text"), "w", encoding="utf-8") as f:
-            f.write(log_lines(analyze_output("table", reports, errors, "kind", args.top, len(paths))))
+            f.write(log_lines(output("table", view)))
             f.writelines(f"not analyzed: {terminal(m)}\n" for _p, m, _c in errors)
         self._analysis_dict.update({"InputFiles": paths, "Outputs": self._output_files,
                                     "Reports": len(reports), "Errors": len(errors)})
