@@ -30,7 +30,9 @@ SLOW_FILES = {"test_cluster.py", "test_html.py", "test_properties.py", "test_run
               "test_h200_runtime_check.py", "test_workloads.py", "test_real_nsys.py", "test_profile.py",
               "test_benchmarks.py", "test_battery.py", "test_robustness.py", "test_cpus.py", "test_ci_example.py",
               # real-trace end to end on the Kineto captures (JSON parsing of MB-sized traces in each test)
-              "test_kineto.py", "test_kineto_fuzz.py", "test_uva.py"}
+              "test_kineto.py", "test_kineto_fuzz.py", "test_uva.py",
+              # real-trace equality with plain SQL per call (queued launches, the full backlog of every call)
+              "test_h100_probes.py", "test_lazy_backlog.py"}
 
 
 def pytest_collection_modifyitems(items):
@@ -44,6 +46,23 @@ def _isolated_cache(tmp_path, monkeypatch):
     # Every test gets its own cache folder: no test sees another's cached reports.
     monkeypatch.setenv("NSYSH2D_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    # Tables wrap to $COLUMNS: pytest-xdist's workers set it to 80, a user's shell may export it. Tests that
+    # need a width say so (env={"COLUMNS": ...}); the rest see the piped default, as CI does.
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+
+
+@pytest.fixture(scope="module")
+def _module_cache_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("module-cache")
+
+
+@pytest.fixture
+def module_cache(_module_cache_dir, monkeypatch):
+    """Opt-in for modules whose subject is what the outputs say, not the cache
+    (`pytestmark = pytest.mark.usefixtures("module_cache")`): their tests share one cache folder, so a trace
+    one test analyzed is served to the next from the cache (read back through from_json, as users get it)."""
+    monkeypatch.setenv("NSYSH2D_CACHE_DIR", str(_module_cache_dir / "cache"))
 
 
 @pytest.fixture
@@ -57,12 +76,16 @@ def cli():
     return run
 
 
+def cli_command() -> list[str]:
+    """The installed console script, as a user runs it; this interpreter's module when the environment's
+    bin folder is not on PATH (pytest run as .venv/bin/pytest without activating)."""
+    exe = shutil.which("nsysh2d")
+    return [exe] if exe else [sys.executable, "-m", "nsysh2d.cli"]
+
+
 def run_cli(*args, env=None, cwd=None):
-    """The installed console script, as a user runs it."""
-    exe = shutil.which("nsysh2d") or None
-    cmd = [exe] if exe else [sys.executable, "-m", "nsysh2d.cli"]
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, env=full_env, cwd=cwd)
+    return subprocess.run(cli_command() + [str(a) for a in args], capture_output=True, text=True, env=full_env, cwd=cwd)
 
 
 def edited_copy(source, path, *statements):

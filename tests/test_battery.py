@@ -11,7 +11,7 @@ import sqlite3
 
 import pytest
 
-from conftest import SWEEP_TRACES, edited_copy, listing, run_cli, sha256
+from conftest import cli_command, edited_copy, listing, run_cli, sha256, SWEEP_TRACES
 
 REAL = SWEEP_TRACES["2025.3"]
 MEMCPY_CALLS = ("SELECT r.rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
@@ -322,8 +322,7 @@ def run_with_file_size_limit(limit, *args, cwd=None):
     def limit_writes():
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    exe = shutil.which("nsysh2d")
-    return subprocess.run([exe, *map(str, args)], capture_output=True, text=True, preexec_fn=limit_writes,
+    return subprocess.run([*cli_command(), *map(str, args)], capture_output=True, text=True, preexec_fn=limit_writes,
                           env={**os.environ, "NSYSH2D_CACHE_DIR": str(cwd / "cache")}, cwd=cwd)
 
 
@@ -394,7 +393,7 @@ def test_ctrl_c_is_exit_130_one_line_and_no_output(tmp_path, slow_inputs, args):
     env = {**os.environ, "NSYSH2D_CACHE_DIR": str(tmp_path), "NSYSH2D_TIMING": "1"}
     # SIGINT back to its default in the child: a shell runs background jobs (CI started with `&`) with SIGINT
     # ignored, and Python keeps an ignored SIGINT ignored, as a program run in the background should.
-    p = subprocess.Popen([shutil.which("nsysh2d"), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    p = subprocess.Popen([*cli_command(), *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, start_new_session=True, env=env,
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     first = p.stderr.readline()          # the first stage done: the work has begun (about a second per input)
@@ -424,11 +423,11 @@ def test_concurrent_analyses_share_one_cache_intact(tmp_path, n):
         shutil.copy(src, f)
     cache = tmp_path / "cache"
     env = {**os.environ, "NSYSH2D_CACHE_DIR": str(cache)}
-    exe = shutil.which("nsysh2d")
-    alone = {f: subprocess.run([exe, "analyze", f, "--format", "json", "--no-cache"], capture_output=True,
+    exe = cli_command()
+    alone = {f: subprocess.run([*exe, "analyze", f, "--format", "json", "--no-cache"], capture_output=True,
                                text=True).stdout for f in files}
     plan = [files[0] if i % 2 == 0 else files[1 + (i // 2) % 4] for i in range(n)]
-    procs = [subprocess.Popen([exe, "analyze", f, "--format", "json"], stdout=subprocess.PIPE,
+    procs = [subprocess.Popen([*exe, "analyze", f, "--format", "json"], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=env) for f in plan]
     results = [p.communicate(timeout=600) + (p.returncode,) for p in procs]
     for f, (out, err, code) in zip(plan, results):
@@ -443,7 +442,7 @@ def test_concurrent_analyses_share_one_cache_intact(tmp_path, n):
         stored = json.loads(e.read_text())
         digest = hmac.new(key, json.dumps(stored["report"], sort_keys=True).encode(), hashlib.sha256).hexdigest()
         assert digest == stored["hmac"]
-    again = subprocess.run([exe, "analyze", files[0], "--format", "json"], capture_output=True, text=True, env=env)
+    again = subprocess.run([*exe, "analyze", files[0], "--format", "json"], capture_output=True, text=True, env=env)
     assert again.stdout == alone[files[0]]                          # served from the cache, still the same
 
 
@@ -462,15 +461,15 @@ def test_a_c_locale_without_utf8_mode_changes_nothing(tmp_path):
     con.close()
     c_env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
              "NSYSH2D_CACHE_DIR": str(tmp_path / "cache")}
-    exe = shutil.which("nsysh2d")
+    exe = cli_command()
     for fmt in ("json", "csv", "markdown"):
         out = tmp_path / f"o.{fmt}"
-        r = subprocess.run([exe, "analyze", p, "--by", "nvtx", "--format", fmt], capture_output=True, env=c_env)
+        r = subprocess.run([*exe, "analyze", p, "--by", "nvtx", "--format", fmt], capture_output=True, env=c_env)
         assert r.returncode == 0, r.stderr
-        w = subprocess.run([exe, "analyze", p, "--by", "nvtx", "--format", fmt, "-o", out], env=c_env)
+        w = subprocess.run([*exe, "analyze", p, "--by", "nvtx", "--format", fmt, "-o", out], env=c_env)
         assert w.returncode == 0
         assert r.stdout == out.read_bytes() and "schritt ü…".encode() in r.stdout
-    t = subprocess.run([exe, "analyze", p, "--by", "nvtx"], capture_output=True, env=c_env)
+    t = subprocess.run([*exe, "analyze", p, "--by", "nvtx"], capture_output=True, env=c_env)
     assert t.returncode == 0 and b"schritt" in t.stdout
 
 

@@ -4,11 +4,10 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 
 import pytest
 
-from conftest import H200, edited_copy, run_cli, sha256
+from conftest import cli_command, edited_copy, H200, run_cli, sha256
 
 PROBE = H200 / "api-probe.sqlite"   # fails the gate: 8 long-blocking pageable copies
 
@@ -32,9 +31,8 @@ def test_summary_is_never_appended_through_a_symbolic_link(tmp_path):
 
 def as_nobody(*args) -> list[str]:
     """The installed CLI with these arguments, run as a second user (nobody) through setpriv."""
-    exe = shutil.which("nsysh2d")
     return ([shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"]
-            + ([exe] if exe else [sys.executable, "-m", "nsysh2d.cli"]) + [str(a) for a in args])
+            + cli_command() + [str(a) for a in args])
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv for a 2nd user")
@@ -302,8 +300,8 @@ def test_twelve_thousand_rows_sharing_one_correlation_id_stay_linear(tmp_path, s
     con.close()
     import json
 
-    exe = shutil.which("nsysh2d")
-    r = subprocess.run([exe, "gate", path, "--format", "json", "--no-cache"], capture_output=True, text=True,
+    exe = cli_command()
+    r = subprocess.run([*exe, "gate", path, "--format", "json", "--no-cache"], capture_output=True, text=True,
                        timeout=120)
     rules = failed_rules(json.loads(r.stdout))
     assert r.returncode == 1 and "8 long-blocking" in rules["max-long-calls"]
@@ -312,9 +310,9 @@ def test_twelve_thousand_rows_sharing_one_correlation_id_stay_linear(tmp_path, s
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_a_full_disk_behind_stdout_says_stdout(tmp_path):
-    exe = shutil.which("nsysh2d")
+    exe = cli_command()
     with open("/dev/full", "w") as full:
-        r = subprocess.run([exe, "analyze", str(PROBE)], stdout=full, stderr=subprocess.PIPE, text=True)
+        r = subprocess.run([*exe, "analyze", str(PROBE)], stdout=full, stderr=subprocess.PIPE, text=True)
     assert r.returncode == 6 and r.stderr.splitlines() == [
         "nsysh2d: error: stdout: cannot write (No space left on device)"]
 
