@@ -2,7 +2,7 @@
 # Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
 # Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
 # usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue check train d2h
-#        qwen-variants qwen-uva-trace capture-cost queue-depth bisect causes rewrites
+#        qwen-variants qwen-uva-trace capture-cost queue-depth bisect causes rewrites two-proc
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/h200-out}
@@ -132,6 +132,19 @@ for stage in "$@"; do
         -- --json "$work/out/causes-trace.json" > "$OUT/causes-trace.log" 2>&1; echo "rc=$?"; grep -E "cause_probe|wrote" "$OUT/causes-trace.log" | tail -8
       cp "$work/out/causes-trace.json" "$OUT/causes-trace-$gpu.json"
       "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/cause-probe.sqlite" "$OUT/cause-probe-$gpu.sqlite" ;;
+    two-proc)  # issue 41: two processes share the GPU (train_loop before and after at once): host timers, then one
+      # nsys report of both, then torch.profiler: one Kineto file per process
+      tl="$work/src/workloads/train_loop.py"; a="--steps ${TWO_STEPS:-20}"
+      pair() { echo "$PY $tl --variant before $a --json $work/out/two-$1-before.json & $PY $tl --variant after $a --json $work/out/two-$1-after.json & wait"; }
+      clean bash -c "$(pair host)" | tee "$OUT/two-proc-host.txt"
+      profile --name two-proc --no-variants --sample none --cudabacktrace none -- bash -c "$(pair nsys)" \
+        > "$OUT/two-proc-trace.log" 2>&1; echo "rc=$?"; grep -E "wrote|steps" "$OUT/two-proc-trace.log" | tail -6
+      "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/two-proc.sqlite" "$OUT/two-proc.sqlite"
+      k="$PY -m nsysh2d.torch_profile -o $work/out/two-proc"
+      clean bash -c "$k-before.pt.trace.json.gz $tl --variant before $a --json $work/out/two-kineto-before.json & \
+        $k-after.pt.trace.json.gz $tl --variant after $a --json $work/out/two-kineto-after.json & wait" > "$OUT/two-proc-kineto.log" 2>&1
+      echo "rc=$?"; tail -3 "$OUT/two-proc-kineto.log"
+      cp "$work/out"/two-*.json "$work/out"/two-proc-*.pt.trace.json.gz "$OUT/" ;;
     rewrites)  # issue 40: the runtime checker's in-flight write rule against what the GPU read
       gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-')
       clean "$PY" "$work/src/workloads/runtime_check_probe.py" --rewrites --json "$OUT/rewrites-$gpu.json" | tee "$OUT/rewrites-$gpu.txt" ;;
