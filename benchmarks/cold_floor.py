@@ -65,8 +65,6 @@ class Clock:
 
 def parts_once(path: str, clock: Clock) -> int:
     """One cold pass over the parts (a fresh connection); the number of calls joined."""
-    import pyarrow.compute as pc
-
     from nsysh2d.model import pipeline
     from nsysh2d.source import Trace
 
@@ -95,13 +93,13 @@ def parts_once(path: str, clock: Clock) -> int:
                 con.execute("CREATE OR REPLACE TEMP VIEW part_calls AS SELECT global_tid, start AS api_start, "
                             '"end" AS api_end, correlation_id FROM part')
                 # the bounds as constants: DuckDB skips the store's row groups outside them (zone maps)
-                lo, hi = pc.min_max(part.column("correlation_id")).values()
+                lo, hi = con.execute("SELECT min(correlation_id), max(correlation_id) FROM part").fetchone()
                 n += con.execute("""
                     SELECT count(*) FROM with_nvtx('part_calls') a
                     JOIN memcpy_raw m ON m.correlation_id = a.correlation_id
                      AND (m.global_pid IS NULL OR m.global_pid = global_pid_of(a.global_tid))
                     WHERE m.correlation_id BETWEEN $lo AND $hi
-                """, {"lo": lo.as_py(), "hi": hi.as_py()}).fetchone()[0]
+                """, {"lo": lo, "hi": hi}).fetchone()[0]
                 con.unregister("part")
             return n
         return clock("calls joined to activity + NVTX range, counted", join)

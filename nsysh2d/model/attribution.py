@@ -82,9 +82,9 @@ def python_sites(trace) -> None:
         if site:
             site_of_stack[key] = site_ids.setdefault(site, len(site_ids) + 1)
     py = [(p, c, site_of_stack[k]) for p, c, k in calls if k in site_of_stack]
-    _register(con, "py_site_names", ["py_site_id", "site", "site_line"], ["int32", "string", "string"],
-              [(i, s, line) for (s, line), i in site_ids.items()])
-    _register(con, "python_sites", ["global_pid", "correlation_id", "py_site_id"], ["int64", "int64", "int32"], py)
+    trace.frame("py_site_names_frame", ["py_site_id", "site", "site_line"], ["int32", "string", "string"],
+                [(i, s, line) for (s, line), i in site_ids.items()])
+    trace.frame("python_sites_frame", ["global_pid", "correlation_id", "py_site_id"], ["int64", "int64", "int32"], py)
 
 
 def native_sites(trace) -> None:
@@ -95,17 +95,9 @@ def native_sites(trace) -> None:
     for cid, _depth, sym, mod in sql.run(con, "model/callchain_frames").fetchall():
         stacks.setdefault(cid, []).append((sym, mod))
     native = [(cid, *native_site(frames)) for cid, frames in stacks.items()]
-    _register(con, "native_sites", ["callchain_id", "site", "copy_kernels", "copy_frame"],
-              ["int64", "string", "int64", "string"], native)
-    _register(con, "fixes", ["framework", "direction", "source_class", "fix"], ["string"] * 4,
-              [(fw, d, k, v) for fw, d, fixes in (("torch", "h2d", FIXES), ("cuda", "h2d", FIXES_CUDA),
-                                                  ("torch", "d2h", FIXES_D2H), ("cuda", "d2h", FIXES_CUDA_D2H))
-               for k, v in fixes.items()])
-
-
-def _register(con, name: str, cols: list[str], types: list[str], rows: list[tuple]) -> None:
-    import pyarrow as pa
-
-    data = pa.table([pa.array([r[i] for r in rows], type=getattr(pa, t)()) for i, t in enumerate(types)],
-                    names=cols)
-    con.register(f"{name}_frame", data)
+    trace.frame("native_sites_frame", ["callchain_id", "site", "copy_kernels", "copy_frame"],
+                ["int64", "string", "int64", "string"], native)
+    trace.frame("fixes_frame", ["framework", "direction", "source_class", "fix"], ["string"] * 4,
+                [(fw, d, k, v) for fw, d, fixes in (("torch", "h2d", FIXES), ("cuda", "h2d", FIXES_CUDA),
+                                                    ("torch", "d2h", FIXES_D2H), ("cuda", "d2h", FIXES_CUDA_D2H))
+                 for k, v in fixes.items()])

@@ -9,11 +9,17 @@ driver runs the filter inside SQLite and hands back typed Arrow columns for the 
 only; one connection per rowid range on one thread each (SQLite releases the GIL) makes it 1.0 s.
 `Parts` hands the ranges over one by one, so a caller can compress each before the next
 arrives (analysis.py) instead of holding every raw row at once.
+
+A small table (SMALL_ROWS rows at most: the CI-sized exports) is read in one part by DuckDB itself, through
+the attached file's `sqlite_query` (the same statement, run inside SQLite): no thread, no ADBC and no Arrow,
+whose import and DuckDB's first Arrow scan (pyarrow.dataset) cost ~0.15 s of a ~1 s cold report.
 """
 from __future__ import annotations
 
-# SQL in Python: SQLite statements per rowid range, built from schema.VIEWS' column map and integer bounds.
+# SQL in Python: SQLite statements per rowid range, built from schema.VIEWS' column map and integer bounds; for a
+# small table, DuckDB's statement around it (the columns' casts), the SQLite statement passed as a parameter.
 
+import itertools
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +34,10 @@ MIN_ROWS_PER_PART = 200_000
 # never more parts than this (an empty range costs one quick query).
 MAX_PARTS = 256
 BATCH_ROWS = 122_880  # one DuckDB row group
+# sqlite_query hands DuckDB text (cast back here): cheaper than starting ADBC and Arrow for a few thousand rows,
+# dearer per row (ingest of 20 M rows: 2.0 s against 1.0 s). A table up to this many rows is read that way.
+SMALL_ROWS = 50_000
+_SMALL_TABLES = itertools.count()
 
 
 def _workers(threads: int | None) -> int:
@@ -57,18 +67,17 @@ class Parts:
     manager (or call close()) so that an early exit stops the reads."""
 
     def __init__(self, trace, read: Read):
-        import pyarrow as pa
-
         from .schema import column_expr
 
         self.trace = trace
         self.table, cols = trace.source_columns(read.view)
         exprs = {out: column_expr(cols[out], out, "sqlite") if cols[out] else f'NULL AS "{out}"'
                  for out in read.columns or cols}
-        self.schema = pa.schema([(c, pa.int32() if read.types.get(c) == "INTEGER" else pa.int64()) for c in exprs])
+        self.types = {c: "INTEGER" if read.types.get(c) == "INTEGER" else "BIGINT" for c in exprs}
+        self.small = None   # the one statement of a small table, read by DuckDB in __next__
         self.todo = iter(self._part_sqls(read, ", ".join(exprs.values())))
         self.workers = _workers(trace.threads)
-        self.pool = ThreadPoolExecutor(self.workers)
+        self.pool = None if self.small else ThreadPoolExecutor(self.workers)
         self.pending: deque = deque()
         self._fill()
 
@@ -77,14 +86,13 @@ class Parts:
             return []
         cond = f" AND ({read.where})" if read.where else ""
         with _bad_table(self.trace, self.table):
-            # Two subqueries: SQLite answers each from the b-tree's ends; min() and max() in one
-            # SELECT scan the whole table.
-            bounds = _query(self.trace.path, f'SELECT (SELECT min(rowid) FROM "{self.table}") AS lo, '
-                                             f'(SELECT max(rowid) FROM "{self.table}") AS hi').to_pylist()[0]
-        lo, hi = bounds["lo"], bounds["hi"]
+            lo, hi = _bounds(self.trace.path, self.table)
         if lo is None:
             return []
         rows = hi - lo + 1
+        if rows <= SMALL_ROWS and self.trace.con is not None:
+            self.small = f'SELECT {exprs} FROM "{self.table}" NOT INDEXED{" WHERE " + read.where if read.where else ""}'
+            return []
         n_parts = _workers(self.trace.threads)
         if read.part_rows:
             n_parts = max(n_parts, -(-rows // read.part_rows))
@@ -96,7 +104,7 @@ class Parts:
                 f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]
 
     def _fill(self) -> None:
-        while len(self.pending) < self.workers:
+        while self.pool and len(self.pending) < self.workers:
             sql = next(self.todo, None)
             if sql is None:
                 return
@@ -106,6 +114,9 @@ class Parts:
         return self
 
     def __next__(self):
+        if self.small:
+            sql, self.small = self.small, None
+            return self._read_small(sql)
         if not self.pending:
             self.close()
             raise StopIteration
@@ -119,18 +130,42 @@ class Parts:
         """The part with the declared integer types (a part whose column is all NULL comes back untyped)."""
         import pyarrow as pa
 
+        schema = pa.schema([(c, pa.int32() if t == "INTEGER" else pa.int64()) for c, t in self.types.items()])
         try:
-            return pa.table([t.column(i).cast(f.type) for i, f in enumerate(self.schema)], schema=self.schema)
+            return pa.table([t.column(i).cast(f.type) for i, f in enumerate(schema)], schema=schema)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise BadInput(f"{self.trace.path}: table {self.table} holds non-integer values where nsys writes "
-                           "integers (a damaged export?)") from None
+            raise self._not_integers() from None
+
+    def _read_small(self, sqlite_sql: str):
+        """The whole (small) table's matching rows as a DuckDB relation over a temporary table: the statement
+        runs inside SQLite (sqlite_query), its text cast back to the declared integer types."""
+        import duckdb
+
+        # A name of its own, never reused: relations of earlier parts still read their tables (id(self) is
+        # reused once a Parts is freed, and a CREATE OR REPLACE then swapped kernels for memsets).
+        con, name = self.trace.con, f"small_part_{next(_SMALL_TABLES)}"
+        cols = ", ".join(f'CAST("{c}" AS {t}) AS "{c}"' for c, t in self.types.items())
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {cols} FROM sqlite_query('src', $sql)",
+                        {"sql": sqlite_sql})
+        except duckdb.ConversionException:
+            raise self._not_integers() from None
+        except duckdb.Error as e:
+            raise BadInput(f"{self.trace.path}: cannot read table {self.table} ({first_line(e)})") from None
+        return con.table(name)
+
+    def _not_integers(self) -> BadInput:
+        return BadInput(f"{self.trace.path}: table {self.table} holds non-integer values where nsys writes "
+                        "integers (a damaged export?)")
 
     def close(self) -> None:
         for fut in self.pending:
             fut.cancel()
         self.pending.clear()
         self.todo = iter(())
-        self.pool.shutdown(wait=True)
+        self.small = None
+        if self.pool:
+            self.pool.shutdown(wait=True)
 
     def __enter__(self):
         return self
@@ -147,6 +182,19 @@ def _bad_table(trace, table: str):
         raise
     except Exception as e:  # the ADBC driver raises its own error classes
         raise BadInput(f"{trace.path}: cannot read table {table} ({first_line(e)})") from None
+
+
+def _bounds(path: str, table: str) -> tuple[int | None, int | None]:
+    """(min, max) rowid of a table, through the standard library's sqlite3 (read-only, nothing written beside
+    the file). Two subqueries: SQLite answers each from the b-tree's ends; min() and max() in one SELECT scan
+    the whole table."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
+    try:
+        return con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")').fetchone()
+    finally:
+        con.close()
 
 
 def _query(path: str, sql: str):

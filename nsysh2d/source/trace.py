@@ -6,10 +6,12 @@ beside the user's file.
 """
 from __future__ import annotations
 
-# SQL in Python: the connection's set-up (LOAD, ATTACH with the path quoted by _sql_string) and reads with the
-# standard library's sqlite3 of what DuckDB's scanner cannot read (blobs, the file's own view list).
+# SQL in Python: the connection's set-up (LOAD, ATTACH with the path quoted by _sql_string), reads with the
+# standard library's sqlite3 of what DuckDB's scanner cannot read (blobs, the file's own view list), and the
+# tables of Trace.frame and of small gpu_work (their column names and types are this module's constants).
 
 import html
+import json
 import os
 import shutil
 from contextlib import contextmanager
@@ -24,6 +26,8 @@ from .connection import duckdb_config, spill_folder, sqlite_extension_path
 from .files import check_file, is_sqlite
 
 PART_ROWS = 250_000  # copy calls per part added to the store: bounds the memory of what is in flight
+FRAME_ROWS = 20_000   # Trace.frame: rows handed over as list parameters, not Arrow
+SQL_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "string": "VARCHAR"}
 
 @dataclass
 class Trace:
@@ -165,8 +169,6 @@ class Trace:
         (device_id, stream_id: int32; start, end, correlation_id, global_pid, name_id: a kernel's name). nsys: the span condition runs
         inside SQLite, so the full scan stays in its C loop and only the matching rows cross into DuckDB (5 M kernel rows: ~0.3 s,
         against ~1 s through DuckDB's scanner, which converts every row first)."""
-        import pyarrow as pa
-
         if self.format == "kineto":
             return kineto.gpu_work(self.con)
         spans = self.con.execute("SELECT lo, hi FROM work_spans").fetchall()
@@ -176,10 +178,32 @@ class Trace:
         for view in ("kernel", "memset", "graph"):
             with ingest.Parts(self, ingest.Read(view, where, cols, {"device_id": "INTEGER", "stream_id": "INTEGER"})) as read:
                 parts.extend(read)
-        schema = pa.schema([("device_id", pa.int32()), ("stream_id", pa.int32()), ("start", pa.int64()),
-                            ("end", pa.int64()), ("correlation_id", pa.int64()), ("global_pid", pa.int64()),
-                            ("name_id", pa.int64())])
-        return pa.concat_tables(parts) if parts else schema.empty_table()
+        if all(isinstance(p, duckdb.DuckDBPyRelation) for p in parts):   # small tables: DuckDB's own (ingest.py)
+            empty = self.con.sql('SELECT NULL::INTEGER AS device_id, NULL::INTEGER AS stream_id, NULL::BIGINT AS start, '
+                                 'NULL::BIGINT AS "end", NULL::BIGINT AS correlation_id, NULL::BIGINT AS global_pid, '
+                                 'NULL::BIGINT AS name_id WHERE false')
+            out = empty
+            for p in parts:
+                out = out.union(p)
+            return out
+        import pyarrow as pa
+
+        return pa.concat_tables([p.arrow().read_all() if isinstance(p, duckdb.DuckDBPyRelation) else p for p in parts])
+
+    def frame(self, name: str, cols: list[str], types: list[str], rows: list[tuple]) -> None:
+        """Rows computed in Python as the DuckDB table `name` (types: int32, int64, string). Up to FRAME_ROWS rows
+        as one statement over a JSON text per column, with no Arrow (ingest.py: what Arrow costs a small report;
+        DuckDB's list parameters would cost ~70 us a value); more through Arrow, faster per row."""
+        if len(rows) <= FRAME_ROWS:
+            sel = ", ".join(f"unnest(from_json($c{i}, '[\"{SQL_TYPES[t]}\"]')) AS \"{c}\""
+                            for i, (c, t) in enumerate(zip(cols, types)))
+            self.con.execute(f'CREATE OR REPLACE TEMP TABLE "{name}" AS SELECT {sel}',
+                             {f"c{i}": json.dumps([r[i] for r in rows]) for i in range(len(cols))})
+            return
+        import pyarrow as pa
+
+        self.con.register(name, pa.table([pa.array([r[i] for r in rows], type=getattr(pa, t)())
+                                          for i, t in enumerate(types)], names=cols))
 
     def python_stacks(self, marks: list[tuple]) -> tuple[list[tuple], dict]:
         """([(global_pid, correlation_id, stack key)], {key: [(function, file, line)], innermost first}) of the
