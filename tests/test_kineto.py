@@ -195,6 +195,27 @@ def test_hostile_event_fields_are_left_out_with_a_warning(cli, tmp_path):
     assert got["totals"]["calls"] == len(h2d_calls(SWEEP))
 
 
+def test_lone_surrogates_in_names_read_as_replacement_characters(tmp_path):
+    """A JSON escape can spell half a surrogate pair ("\\ud800"), which no UTF-8 output can hold (it was an internal
+    error, exit 70): such a name is read with U+FFFD in its place, and the call sites still name their lines."""
+    doc = json.loads(gzip.open(KINETO / "api-probe.pt.trace.json.gz", "rt").read())
+    n = 0
+    for e in doc["traceEvents"]:
+        name = e.get("name", "")
+        if (e.get("cat") == "python_function" and "api_probe.py" in name) or \
+                (e.get("cat") == "user_annotation" and name.startswith("torch-async")):
+            e["name"] += "\ud800"
+            n += 1
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))   # ensure_ascii: the lone surrogate is written as the escape \ud800
+    assert n > 0 and "\\ud800" in path.read_text()
+    r = run_cli("analyze", path, "--format", "json", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    top = json.loads(r.stdout)["reports"][0]["top"]
+    assert any(t["site_line"] == "api_probe.py:75" and t["site"].endswith("\ufffd") for t in top)
+    assert any(t["nvtx_range"] == "torch-async-pageable\ufffd" for t in top)
+
+
 def test_a_folder_of_rank_files_is_one_report_each(cli, tmp_path):
     """vLLM's profiler writes one file per rank into a folder: the folder stands for them, in name order, and
     the gate judges each (here rank 0 blocks, rank 1 does not)."""

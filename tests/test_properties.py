@@ -1,6 +1,7 @@
 """Property-based: small nsys-shaped SQLite files with random tables, columns, NULLs and values never
 crash the analyzer, exit with a documented code, and count what a direct SQL count says."""
 import json
+import os
 import sqlite3
 
 from hypothesis import HealthCheck, given, settings
@@ -88,7 +89,7 @@ def build(path, t):
     return expected
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("NSYSH2D_FUZZ_EXAMPLES", "40")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(t=trace())
 def test_random_nsys_shaped_files(tmp_path_factory, t):
     path = tmp_path_factory.mktemp("prop") / "t.sqlite"

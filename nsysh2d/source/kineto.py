@@ -35,7 +35,8 @@ class Events:
     """What the analyses need of each event, kept as typed arrays (8 bytes a value), names as ids."""
 
     def __init__(self):
-        self.names: dict[str, int] = {}
+        self.names: dict[str, int] = {}   # as the JSON spells them -> id
+        self.texts: list[str] = []          # by id, as valid text (_text)
         self.runtime = {c: array("q") for c in ("start", "end", "event_class", "global_tid", "correlation_id", "name_id")}
         self.gpu = {c: array("q") for c in ("kind", "start", "end", "device_id", "stream_id", "correlation_id",
                                             "bytes", "name_id")}
@@ -49,6 +50,7 @@ class Events:
         got = self.names.get(name)
         if got is None:
             got = self.names[name] = len(self.names)
+            self.texts.append(_text(name))
         return got
 
     def __call__(self, ev: dict) -> None:
@@ -132,15 +134,15 @@ def load(con, path: str, warnings: list[str]) -> dict:
         raise BadInput(f"{path}: no CUDA runtime events (a Kineto trace captured without ProfilerActivity.CUDA?)")
     if events.skipped:
         warnings.append(f"{events.skipped} trace events with missing or out-of-range fields left out")
-    names = pa.table({"id": pa.array(range(len(events.names)), pa.int64()),
-                      "value": pa.array(list(events.names), pa.string())})
+    names = pa.table({"id": pa.array(range(len(events.texts)), pa.int64()),
+                      "value": pa.array(events.texts, pa.string())})
     kinds = [(i, *m.groups()) for n, i in events.names.items() if (m := MEMCPY_NAME.fullmatch(n))]
     copy_names = pa.table({"name_id": pa.array([k[0] for k in kinds], pa.int64()),
                            "copy_kind": pa.array([k[1] for k in kinds], pa.string()),
                            "src_kind": pa.array([k[2] for k in kinds], pa.string()),
                            "dst_kind": pa.array([k[3] for k in kinds], pa.string())})
     devices = meta.get("deviceProperties") if isinstance(meta.get("deviceProperties"), list) else []
-    gpus = sorted({str(d.get("name")) for d in devices if isinstance(d, dict) and d.get("name")})
+    gpus = sorted({_text(d.get("name")) for d in devices if isinstance(d, dict) and d.get("name")})
     info = {"format": "kineto", "schema_version": _text(meta.get("schemaVersion")),
             "cuda_runtime_version": _text(meta.get("cuda_runtime_version")),
             "with_stack": _text(meta.get("with_stack"))}
@@ -169,8 +171,14 @@ def load(con, path: str, warnings: list[str]) -> dict:
             "python_backtrace": False, "format": "kineto", "python_frames": info["with_stack"] == "1"}
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _text(v):
-    return None if v is None else str(v)
+    """A value from the JSON as valid text. A JSON escape can spell a lone surrogate ("\\ud800": json decodes a pair
+    into one character, so what is left is alone), which no UTF-8 output (DuckDB, a terminal, a file) can hold:
+    each becomes U+FFFD."""
+    return None if v is None else _LONE_SURROGATE.sub("\ufffd", str(v))
 
 
 def _progress(path: str):
