@@ -41,10 +41,18 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
+# Modules whose subject is what the outputs say, not the cache: their tests share one cache folder, so a trace one
+# test analyzed is served to the next from the cache (read back through from_json, as users get it).
+SHARED_CACHE_FILES = {"test_hostile_strings.py", "test_outputs.py", "test_newcomer.py", "test_h200_gpu_idle.py",
+                      "test_ranks.py", "test_trust_cli.py"}
+
+
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path, monkeypatch):
-    # Every test gets its own cache folder: no test sees another's cached reports.
-    monkeypatch.setenv("NSYSH2D_CACHE_DIR", str(tmp_path / "cache"))
+def _isolated_cache(request, tmp_path, monkeypatch):
+    # Every other test gets its own cache folder: no test sees another's cached reports.
+    shared = request.path.name in SHARED_CACHE_FILES
+    folder = request.getfixturevalue("_module_cache_dir") if shared else tmp_path
+    monkeypatch.setenv("NSYSH2D_CACHE_DIR", str(folder / "cache"))
     monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
     # Tables wrap to $COLUMNS: pytest-xdist's workers set it to 80, a user's shell may export it. Tests that
     # need a width say so (env={"COLUMNS": ...}); the rest see the piped default, as CI does.
@@ -55,14 +63,6 @@ def _isolated_cache(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def _module_cache_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("module-cache")
-
-
-@pytest.fixture
-def module_cache(_module_cache_dir, monkeypatch):
-    """Opt-in for modules whose subject is what the outputs say, not the cache
-    (`pytestmark = pytest.mark.usefixtures("module_cache")`): their tests share one cache folder, so a trace
-    one test analyzed is served to the next from the cache (read back through from_json, as users get it)."""
-    monkeypatch.setenv("NSYSH2D_CACHE_DIR", str(_module_cache_dir / "cache"))
 
 
 @pytest.fixture

@@ -14,9 +14,6 @@ import pytest
 
 from conftest import H200
 
-# What the outputs say is this module's subject, not the cache: its tests share one (conftest.module_cache).
-pytestmark = pytest.mark.usefixtures("module_cache")
-
 BEFORE, AFTER = H200 / "train-loop-before.sqlite", H200 / "train-loop-after.sqlite"
 D2H = H200 / "d2h-probe.sqlite"
 MIN_NS = 100_000

@@ -15,9 +15,6 @@ import pytest
 
 from conftest import H200
 
-# What the outputs say is this module's subject, not the cache: its tests share one (conftest.module_cache).
-pytestmark = pytest.mark.usefixtures("module_cache")
-
 SOURCE = H200 / "api-probe-pybt.sqlite"   # 8 long-blocking pageable copies with Python call sites
 
 HOSTILE = [

@@ -7,9 +7,6 @@ import pytest
 
 from conftest import H200, SWEEP_TRACES, run_cli
 
-# What the outputs say is this module's subject, not the cache: its tests share one (conftest.module_cache).
-pytestmark = pytest.mark.usefixtures("module_cache")
-
 PROBE = H200 / "api-probe.sqlite"
 
 

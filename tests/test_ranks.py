@@ -11,9 +11,6 @@ import pytest
 from conftest import BEFORE, H200, run_cli
 from ranks import PID_STEP, make_ranks
 
-# What the outputs say is this module's subject, not the cache: its tests share one (conftest.module_cache).
-pytestmark = pytest.mark.usefixtures("module_cache")
-
 
 def plain_sql(path, min_ns=100_000):
     """Every long H2D async copy call by plain SQL, joined to its activity by process and correlationId, with

@@ -7,9 +7,6 @@ import pytest
 
 from conftest import SWEEP_TRACES, run_cli, sha256
 
-# What the outputs say is this module's subject, not the cache: its tests share one (conftest.module_cache).
-pytestmark = pytest.mark.usefixtures("module_cache")
-
 REAL = SWEEP_TRACES["2025.3"]
 
 

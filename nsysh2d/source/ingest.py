@@ -74,33 +74,34 @@ class Parts:
         exprs = {out: column_expr(cols[out], out, "sqlite") if cols[out] else f'NULL AS "{out}"'
                  for out in read.columns or cols}
         self.types = {c: "INTEGER" if read.types.get(c) == "INTEGER" else "BIGINT" for c in exprs}
-        self.small = None   # the one statement of a small table, read by DuckDB in __next__
-        self.todo = iter(self._part_sqls(read, ", ".join(exprs.values())))
+        # small: the one statement of a small table, read by DuckDB in __next__; else one per part, by threads
+        self.small, parts = self._plan(read, ", ".join(exprs.values()))
+        self.todo = iter(parts)
         self.workers = _workers(trace.threads)
         self.pool = None if self.small else ThreadPoolExecutor(self.workers)
         self.pending: deque = deque()
         self._fill()
 
-    def _part_sqls(self, read: Read, exprs: str) -> list[str]:
+    def _plan(self, read: Read, exprs: str) -> tuple[str | None, list[str]]:
+        """(the statement of a small table, or None; the statements of the parts of a larger one)."""
         if self.table is None:
-            return []
-        cond = f" AND ({read.where})" if read.where else ""
+            return None, []
         with _bad_table(self.trace, self.table):
             lo, hi = _bounds(self.trace.path, self.table)
         if lo is None:
-            return []
+            return None, []
+        # NOT INDEXED: rows found through an index the file brings along could disagree with its table (an
+        # edited file hiding copies); rowid ranges still use the table's own b-tree.
         rows = hi - lo + 1
-        if rows <= SMALL_ROWS and self.trace.con is not None:
-            self.small = f'SELECT {exprs} FROM "{self.table}" NOT INDEXED{" WHERE " + read.where if read.where else ""}'
-            return []
+        if rows <= SMALL_ROWS:
+            return f'SELECT {exprs} FROM "{self.table}" NOT INDEXED WHERE ({read.where or 1})', []
+        cond = f" AND ({read.where})" if read.where else ""
         n_parts = _workers(self.trace.threads)
         if read.part_rows:
             n_parts = max(n_parts, -(-rows // read.part_rows))
         n_parts = max(1, min(n_parts, rows // MIN_ROWS_PER_PART, MAX_PARTS))
         step = (hi - lo) // n_parts + 1
-        # NOT INDEXED: rows found through an index the file brings along could disagree with its table (an
-        # edited file hiding copies); rowid ranges still use the table's own b-tree.
-        return [f'SELECT {exprs} FROM "{self.table}" NOT INDEXED WHERE rowid BETWEEN {lo + i * step} AND '
+        return None, [f'SELECT {exprs} FROM "{self.table}" NOT INDEXED WHERE rowid BETWEEN {lo + i * step} AND '
                 f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]
 
     def _fill(self) -> None:

@@ -26,7 +26,7 @@ from .connection import duckdb_config, spill_folder, sqlite_extension_path
 from .files import check_file, is_sqlite
 
 PART_ROWS = 250_000  # copy calls per part added to the store: bounds the memory of what is in flight
-FRAME_ROWS = 20_000   # Trace.frame: rows handed over as list parameters, not Arrow
+FRAME_ROWS = 20_000   # Trace.frame: rows handed over as JSON text, not Arrow
 SQL_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "string": "VARCHAR"}
 
 @dataclass
@@ -165,8 +165,9 @@ class Trace:
             part_rows=10 * PART_ROWS))
 
     def gpu_work(self):
-        """Kernels, memsets and graph replays overlapping the spans of table work_spans, as one Arrow table
-        (device_id, stream_id: int32; start, end, correlation_id, global_pid, name_id: a kernel's name). nsys: the span condition runs
+        """Kernels, memsets and graph replays overlapping the spans of table work_spans (device_id, stream_id: int32;
+        start, end, correlation_id, global_pid, name_id: a kernel's name), as one Arrow table, or as a DuckDB
+        relation when each table was small enough for DuckDB to read itself (ingest.py). nsys: the span condition runs
         inside SQLite, so the full scan stays in its C loop and only the matching rows cross into DuckDB (5 M kernel rows: ~0.3 s,
         against ~1 s through DuckDB's scanner, which converts every row first)."""
         if self.format == "kineto":
@@ -179,10 +180,9 @@ class Trace:
             with ingest.Parts(self, ingest.Read(view, where, cols, {"device_id": "INTEGER", "stream_id": "INTEGER"})) as read:
                 parts.extend(read)
         if all(isinstance(p, duckdb.DuckDBPyRelation) for p in parts):   # small tables: DuckDB's own (ingest.py)
-            empty = self.con.sql('SELECT NULL::INTEGER AS device_id, NULL::INTEGER AS stream_id, NULL::BIGINT AS start, '
-                                 'NULL::BIGINT AS "end", NULL::BIGINT AS correlation_id, NULL::BIGINT AS global_pid, '
-                                 'NULL::BIGINT AS name_id WHERE false')
-            out = empty
+            out = self.con.sql('SELECT NULL::INTEGER AS device_id, NULL::INTEGER AS stream_id, NULL::BIGINT AS start, '
+                               'NULL::BIGINT AS "end", NULL::BIGINT AS correlation_id, NULL::BIGINT AS global_pid, '
+                               'NULL::BIGINT AS name_id WHERE false')   # the columns, when no table has rows
             for p in parts:
                 out = out.union(p)
             return out
