@@ -163,8 +163,13 @@ def show_version(ctx, _param, value) -> None:
         nsys = f"{terminal(exe)} ({terminal(out.splitlines()[-1] if out else '?')})"
     except NsysH2DError:
         nsys = "not found (needed by profile and for .nsys-rep inputs; $NSYS or --nsys name one)"
+    from .source.ingest import compiled_reader
+
+    ints = compiled_reader()
+    reader = (f"compiled (SQLite {ints.sqlite_version})" if ints else
+              f"ADBC {pkg('adbc-driver-sqlite')} (the compiled reader was not built or NSYSH2D_READER=adbc; see setup.py)")
     click.echo(f"nsysh2d {__version__}\nPython {platform.python_version()}\nDuckDB {pkg('duckdb')} (sqlite scanner "
-               f"{pkg('duckdb-extension-sqlite-scanner')})\nnsys: {nsys}")
+               f"{pkg('duckdb-extension-sqlite-scanner')})\nreader of large tables: {reader}\nnsys: {nsys}")
     ctx.exit(0)
 
 

@@ -1,0 +1,66 @@
+"""Writes what fuzz/run.sh needs: the statements ingest.py runs (statements.txt: "<kinds><TAB><sql>") and a seed
+corpus of small SQLite files cut from the bundled real exports (the tables those statements read, a few hundred
+rows each, 512-byte pages so that a mutation lands in a page SQLite decodes).
+
+usage: python fuzz/make_inputs.py OUT_FOLDER"""
+import sqlite3
+import sys
+from pathlib import Path
+
+from nsysh2d.source import ingest
+from nsysh2d.source.trace import Trace
+
+REPO = Path(__file__).resolve().parents[1]
+SEEDS = ["tests/data/h200/qwen3vl-before.sqlite", "tests/data/h200/api-probe.sqlite",
+         "tests/data/h200/graph-probe-graph.sqlite"]
+TABLES = {"CUPTI_ACTIVITY_KIND_RUNTIME": 300, "CUPTI_ACTIVITY_KIND_MEMCPY": 100, "CUPTI_ACTIVITY_KIND_KERNEL": 100,
+          "CUPTI_ACTIVITY_KIND_MEMSET": 50, "StringIds": 400}
+
+
+def statements(trace) -> list[str]:
+    """The statements of a large file's parts (one part; rowid bounds wide open), each with its kinds, recorded
+    where ingest.py would run them (its functions put back after)."""
+    seen = []
+    saved = ingest.SMALL_ROWS, ingest._bounds, ingest._query
+    ingest.SMALL_ROWS = -1
+    ingest._bounds = lambda path, table: (-(2 ** 62), 2 ** 62)
+    ingest._query = lambda path, sql, types: seen.append(
+        "".join("i" if t == "INTEGER" else "q" for t in types.values()) + "\t" + sql)
+    try:
+        trace.copy_calls().close()
+        spans = ingest.spans_condition([(0, 2 ** 40), (2 ** 41, 2 ** 42)])
+        for view in ("kernel", "memset", "memcpy"):
+            ingest.Parts(trace, ingest.Read(view, spans if view != "memcpy" else None, None,
+                                            {"device_id": "INTEGER", "stream_id": "INTEGER"})).close()
+    finally:
+        ingest.SMALL_ROWS, ingest._bounds, ingest._query = saved
+    return seen
+
+
+def seed(src: Path, dst: Path) -> None:
+    dst.unlink(missing_ok=True)
+    con = sqlite3.connect(dst)
+    con.execute("PRAGMA page_size = 512")
+    con.execute(f"ATTACH 'file:{src}?mode=ro' AS s")
+    for table, rows in TABLES.items():
+        ddl = con.execute("SELECT sql FROM s.sqlite_master WHERE name = ?", (table,)).fetchone()
+        if ddl:
+            con.execute(ddl[0])
+            con.execute(f'INSERT INTO "{table}" SELECT * FROM s."{table}" LIMIT {rows}')
+    con.commit()
+    con.execute("DETACH s")
+    con.execute("VACUUM")
+    con.close()
+
+
+def main(out: str) -> None:
+    out = Path(out)
+    (out / "corpus").mkdir(parents=True, exist_ok=True)
+    for i, s in enumerate(SEEDS):
+        seed(REPO / s, out / "corpus" / f"seed-{i}.sqlite")
+    with Trace.open(str(REPO / SEEDS[0]), use_cache=False) as t:
+        (out / "statements.txt").write_text("\n".join(statements(t)) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
