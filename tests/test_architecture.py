@@ -161,7 +161,9 @@ def test_python_builds_sql_only_where_the_file_says_why():
                 if "recipe" not in f.parts and SQL_IN_PYTHON.search(f.read_text())}
     unexplained = [f for f in sorted(with_sql) if "# SQL in Python: " not in (PKG.parent / f).read_text()]
     assert not unexplained, unexplained
-    assert len(with_sql) <= 9, sorted(with_sql)   # raise on purpose, with the reason written in the module
+    # 10: source/stacks.py (stop 49) reads the stack tables inside SQLite (blobs DuckDB rejects; CUDA_CALLCHAINS
+    # filtered by the calls' ids), out of trace.py, which still sets up its connection.
+    assert len(with_sql) <= 10, sorted(with_sql)   # raise on purpose, with the reason written in the module
 
 
 def test_executors_are_one_strategy(tmp_path):

@@ -90,9 +90,8 @@ def python_sites(trace) -> None:
 def native_sites(trace) -> None:
     """Frames native_sites_frame (callchain_id, site, copy_kernels) and fixes_frame (source_class, fix)
     for model/attrib.sql: each distinct native stack decoded once."""
-    con = trace.con
     stacks: dict[int, list[tuple[str, str]]] = {}
-    for cid, _depth, sym, mod in sql.run(con, "model/callchain_frames").fetchall():
+    for cid, _depth, sym, mod in trace.native_stacks():
         stacks.setdefault(cid, []).append((sym, mod))
     native = [(cid, *native_site(frames)) for cid, frames in stacks.items()]
     trace.frame("native_sites_frame", ["callchain_id", "site", "copy_kernels", "copy_frame"],

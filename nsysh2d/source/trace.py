@@ -6,22 +6,20 @@ beside the user's file.
 """
 from __future__ import annotations
 
-# SQL in Python: the connection's set-up (LOAD, ATTACH with the path quoted by _sql_string), reads with the
-# standard library's sqlite3 of what DuckDB's scanner cannot read (blobs, the file's own view list), and the
+# SQL in Python: the connection's set-up (LOAD, ATTACH with the path quoted by _sql_string), the file's own
+# view list (the scanner lists tables only; stacks.py reads the stack tables), and the
 # tables of Trace.frame and of small gpu_work (their column names and types are this module's constants).
 
-import html
 import json
 import os
 import shutil
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import duckdb
 
 from ..errors import BadInput, NsysH2DError, first_line
-from . import ingest, kineto, kineto_json, schema, sql
+from . import ingest, kineto, kineto_json, schema, sql, stacks
 from .connection import duckdb_config, spill_folder, sqlite_extension_path
 from .files import check_file, is_sqlite
 
@@ -207,34 +205,16 @@ class Trace:
 
     def python_stacks(self, marks: list[tuple]) -> tuple[list[tuple], dict]:
         """([(global_pid, correlation_id, stack key)], {key: [(function, file, line)], innermost first}) of the
-        copy calls. nsys: the decoded Python-backtrace payloads of `marks` (model/python_marks.sql rows)."""
-        if self.format == "kineto":
-            return kineto.python_stacks(self.con)
-        from .python_backtrace import decode_python_frames
-        blobs = self.nvtx_blobs(sorted({m[4] for m in marks})) if marks else {}
-        decoded = {blob: decode_python_frames(blob) for blob in set(blobs.values())}
-        ids = sorted({i for fr in decoded.values() for f in fr for i in (f[0], f[1])})
-        strings = dict(sql.run(self.con, "source/strings_by_id", {"ids": ids}).fetchall()) if ids else {}
-        frames = {blob: [(html.unescape(strings.get(a, "?")), html.unescape(strings.get(b, "?")), ln)
-                         for a, b, ln in fr] for blob, fr in decoded.items()}
-        calls = [(p, c, blobs[(t, st)]) for p, c, t, st, _d in marks if (t, st) in blobs]
-        return calls, frames
+        copy calls (stacks.py). nsys: the decoded Python-backtrace payloads of `marks` (model/python_marks.sql)."""
+        return stacks.python_stacks(self, marks)
+
+    def native_stacks(self) -> list[tuple]:
+        """[(callchain_id, depth, symbol, module)] of the copy calls' native stacks (CUDA backtraces), by id and
+        depth (stacks.py)."""
+        return stacks.native_stacks(self)
 
     def source_columns(self, view: str) -> tuple[str | None, dict[str, str | None]]:
         return schema.source_columns(self.tables, view)
-
-    def nvtx_blobs(self, domain_ids: list[int]) -> dict[tuple[int, int], bytes]:
-        """NVTX extended payloads of marks in the given domains, keyed by (globalTid, start).
-
-        nsys declares NVTX_EVENTS.binaryData as TEXT but stores blobs, which the DuckDB scanner
-        rejects, so these few rows are read with Python's sqlite3, opened read-only."""
-        if not domain_ids or "binaryData" not in self.tables.get("NVTX_EVENTS", set()):
-            return {}
-        with _read_only(self.path) as con:
-            marks = ",".join(str(int(d)) for d in domain_ids)
-            rows = con.execute("SELECT globalTid, start, binaryData FROM NVTX_EVENTS "
-                               f"WHERE domainId IN ({marks}) AND binaryData IS NOT NULL AND end IS NULL")
-            return {(t, s): b if isinstance(b, bytes) else str(b).encode("latin-1", "replace") for t, s, b in rows}
 
     # ------------------------------------------------------------------ queries
     def run(self, name: str, params: dict | None = None):
@@ -265,25 +245,12 @@ def _sql_string(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-@contextmanager
-def _read_only(path: str):
-    """Python's sqlite3 on the file, read-only (what the DuckDB scanner cannot read or list)."""
-    import sqlite3
-    from urllib.parse import quote
-
-    con = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
-    try:
-        yield con
-    finally:
-        con.close()
-
-
 def _sqlite_views(path: str) -> set[str]:
     """Names of the file's views: the scanner lists tables only."""
     import sqlite3
 
     try:
-        with _read_only(path) as con:
+        with stacks.read_only(path) as con:
             return {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'view'")}
     except sqlite3.Error:
         return set()

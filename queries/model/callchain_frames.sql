@@ -1,5 +1,5 @@
--- callchain_frames: the native stack (CUDA_CALLCHAINS, recorded with --cudabacktrace) of every
--- copy call that has one, innermost frame first. No parameters.
+-- callchain_frames: the native stack (n.callchains) of every copy call that has one, innermost frame first:
+-- what Trace.native_stacks reads for a Kineto trace (an nsys export's is filtered inside SQLite). No parameters.
 SELECT c.id AS callchain_id, c.depth, sy.value AS symbol, mo.value AS module
 FROM n.callchains c
 LEFT JOIN n.strings sy ON sy.id = c.symbol
