@@ -279,3 +279,22 @@ def test_compiled_reader_on_damaged_files_returns_or_says_why(tmp_path):
         path.unlink()
     # Damage that still reads and damage that is refused both occur (values of the wrong type: the test above).
     assert outcomes["rows"] > 0 and outcomes["ReadError"] > 0, outcomes
+
+
+@pytest.mark.slow
+def test_every_read_path_gives_the_same_report_on_a_generated_export(tmp_path, monkeypatch):
+    """A generated nsys-shaped export (benchmarks/make_large.py at 0.01x: 200 k runtime rows, so every big table is
+    read in parallel parts by default) gives the same report and per-call rows through the compiled reader, ADBC
+    and the small path (DuckDB's sqlite_query, forced by raising SMALL_ROWS)."""
+    big = tmp_path / "generated.sqlite"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_large.py"), "--scale", "0.01", str(big)],
+                   check=True, capture_output=True)
+    got = {}
+    for name, small_rows, reader in (("compiled", ingest.SMALL_ROWS, "compiled"), ("adbc", ingest.SMALL_ROWS, "adbc"),
+                                     ("small", 10 ** 9, "compiled")):
+        monkeypatch.setattr(ingest, "SMALL_ROWS", small_rows)
+        monkeypatch.setenv("NSYSH2D_READER", reader)
+        rep, calls = report_and_calls(big)
+        got[name] = (json.dumps(rep, sort_keys=True, default=str), calls)
+    assert len(got["compiled"][1]) > 10_000
+    assert got["compiled"] == got["adbc"] == got["small"]
