@@ -7,6 +7,8 @@ into SQLite and converts every column of every row (2.8 s for the 2 M memcpy cal
 rows); its `sqlite_query` pushes the filter down but returns only text (2.0 s). ADBC's SQLite
 driver runs the filter inside SQLite and hands back typed Arrow columns for the matching rows
 only; one connection per rowid range on one thread each (SQLite releases the GIL) makes it 1.0 s.
+The compiled reader (_sqlite_ints.c) runs the same statements and fills the columns itself, where it was
+built (ADBC otherwise): the same speed (benchmarks/readers.py), the base of issue 38's compiled pass.
 `Parts` hands the ranges over one by one, so a caller can compress each before the next
 arrives (analysis.py) instead of holding every raw row at once.
 
@@ -125,10 +127,8 @@ class Parts:
         with _bad_table(self.trace, self.table):
             try:
                 got = fut.result()
-            except ValueError as e:   # the compiled reader's NotIntegerError (a ValueError)
-                if type(e).__name__ == "NotIntegerError":
-                    raise self._not_integers() from None
-                raise
+            except NotIntegers:
+                raise self._not_integers() from None
         self._fill()
         return self._typed(got)
 
@@ -206,18 +206,24 @@ def _bounds(path: str, table: str) -> tuple[int | None, int | None]:
 def _query(path: str, sql: str, types: dict[str, str]):
     """The result of one SQLite query (integer columns named by `types`) as an Arrow table: through the compiled
     reader (_sqlite_ints.c: the GIL released for the whole query) when it was built, else ADBC's driver."""
-    if compiled_reader() is None:
+    reader = compiled_reader()
+    if reader is None:
         return _query_adbc(path, sql)
     import pyarrow as pa
 
-    from . import _sqlite_ints
-
-    rows, cols = _sqlite_ints.read_columns(f"file:{quote(os.path.abspath(path))}?mode=ro", sql,
-                                           "".join("i" if t == "INTEGER" else "q" for t in types.values()))
+    try:
+        rows, cols = reader.read_columns(f"file:{quote(os.path.abspath(path))}?mode=ro", sql,
+                                         "".join("i" if t == "INTEGER" else "q" for t in types.values()))
+    except reader.NotIntegerError:
+        raise NotIntegers() from None
     arrays = [pa.Array.from_buffers(pa.int32() if t == "INTEGER" else pa.int64(), rows,
                                     [None if valid is None else pa.py_buffer(valid), pa.py_buffer(data)], nulls)
               for (data, valid, nulls), t in zip(cols, types.values())]
     return pa.table(arrays, names=list(types))
+
+
+class NotIntegers(ValueError):
+    """A value the compiled reader refused (Parts names the table in the error the user sees)."""
 
 
 def compiled_reader():
