@@ -61,10 +61,11 @@ static PyObject *read_columns(PyObject *self, PyObject *args) {
             valid = Py_None;
             Py_INCREF(valid);
         }
-        PyObject *pair = (data && valid) ? Py_BuildValue("(NNn)", data, valid, (Py_ssize_t)res.cols[c].nulls) : NULL;
+        /* "O" takes new references: ours are dropped on every path, whether the tuple was built or not. */
+        PyObject *pair = (data && valid) ? Py_BuildValue("(OOn)", data, valid, (Py_ssize_t)res.cols[c].nulls) : NULL;
+        Py_XDECREF(data);
+        Py_XDECREF(valid);
         if (!pair) {
-            Py_XDECREF(data);
-            Py_XDECREF(valid);
             Py_DECREF(cols);
             h2d_free(&res);
             return NULL;
