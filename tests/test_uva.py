@@ -111,3 +111,16 @@ def test_uva_host_figures_of_the_docs_table():
     docs = (DATA.parent.parent / "docs" / "why-non-blocking-blocks.md").read_text()
     for v in ("before", "after", "uva"):
         assert f"{site[v]:.3f} ms" in docs and f"{reads[v]:.3f} ms" in docs
+
+
+def test_deterministic_runs_of_the_four_designs_share_one_digest():
+    """Stop 49, one H100, one call: before, after, uva and staged in separate processes, interleaved, twice each, with
+    --deterministic (tests/data/h100/stop49/qwen-variants-deterministic.json, the workload's own --json): every run
+    printed the same output digest, so the designs compute the same thing; uva removes the M-RoPE copy's host time."""
+    runs = json.loads((DATA / "h100" / "stop49" / "qwen-variants-deterministic.json").read_text())
+    runs = [r["run"][0] if isinstance(r["run"], list) else r["run"] for r in runs]
+    assert sorted(r["variant"] for r in runs) == sorted(["before", "after", "uva", "staged"] * 2)
+    assert len({(r["digest"]["tokens"], r["digest"]["logits"]) for r in runs}) == 1
+    site = {v: statistics.median(statistics.median(r["site_ms"]["mrope_copy"]) for r in runs if r["variant"] == v)
+            for v in ("before", "after", "uva")}
+    assert site["uva"] < site["after"] < site["before"]
