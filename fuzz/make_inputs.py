@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from nsysh2d.source import ingest
-from nsysh2d.source.trace import Trace
+from nsysh2d.source.trace import COPY_CALLS, Trace
 
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = ["tests/data/h200/qwen3vl-before.sqlite", "tests/data/h200/api-probe.sqlite",
@@ -18,23 +18,18 @@ TABLES = {"CUPTI_ACTIVITY_KIND_RUNTIME": 300, "CUPTI_ACTIVITY_KIND_MEMCPY": 100,
 
 
 def statements(trace) -> list[str]:
-    """The statements of a large file's parts (one part; rowid bounds wide open), each with its kinds, recorded
-    where ingest.py would run them (its functions put back after)."""
-    seen = []
-    saved = ingest.SMALL_ROWS, ingest._bounds, ingest._query
-    ingest.SMALL_ROWS = -1
-    ingest._bounds = lambda path, table: (-(2 ** 62), 2 ** 62)
-    ingest._query = lambda path, sql, types: seen.append(
-        "".join("i" if t == "INTEGER" else "q" for t in types.values()) + "\t" + sql)
-    try:
-        trace.copy_calls().close()
-        spans = ingest.spans_condition([(0, 2 ** 40), (2 ** 41, 2 ** 42)])
-        for view in ("kernel", "memset", "memcpy"):
-            ingest.Parts(trace, ingest.Read(view, spans if view != "memcpy" else None, None,
-                                            {"device_id": "INTEGER", "stream_id": "INTEGER"})).close()
-    finally:
-        ingest.SMALL_ROWS, ingest._bounds, ingest._query = saved
-    return seen
+    """The statements of a large file's parts ("<kinds><TAB><sql>"), as ingest.plan makes them for the copy calls
+    (trace.COPY_CALLS) and the kernel, memset and memcpy reads, for a file of any size."""
+    spans = ingest.spans_condition([(0, 2 ** 40), (2 ** 41, 2 ** 42)])
+    int32 = {"device_id": "INTEGER", "stream_id": "INTEGER"}
+    reads = [COPY_CALLS] + [ingest.Read(v, spans if v != "memcpy" else None, None, int32)
+                            for v in ("kernel", "memset", "memcpy")]
+    out = []
+    for read in reads:
+        types, _small, parts = ingest.plan(trace, read, small_rows=-1)
+        kinds = "".join("i" if t == "INTEGER" else "q" for t in types.values())
+        out += [f"{kinds}\t{sql}" for sql in parts]
+    return out
 
 
 def seed(src: Path, dst: Path) -> None:

@@ -3,16 +3,36 @@ from __future__ import annotations
 
 # SQL in Python: a PRAGMA that replays a WAL into a private copy, and a count that checks the copy opens.
 
+import os
 import re
 import stat
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import quote
 
 from ..errors import BadInput
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 COMPRESSED_MAGIC = {b"\x1f\x8b": "gzip", b"\xfd7zXZ": "xz", b"BZh": "bzip2", b"\x28\xb5\x2f\xfd": "zstd",
                     b"PK\x03\x04": "zip"}
+
+
+def read_only_uri(path: str) -> str:
+    """The file as a SQLite URI opened read-only: SQLite writes nothing to it or beside it (no journal, no -wal).
+    Every reader of the user's file opens it this way (the standard library's sqlite3, the compiled reader, ADBC)."""
+    return f"file:{quote(os.path.abspath(path))}?mode=ro"
+
+
+@contextmanager
+def read_only(path: str):
+    """The standard library's sqlite3 on the file, read-only (read_only_uri)."""
+    import sqlite3
+
+    con = sqlite3.connect(read_only_uri(path), uri=True)
+    try:
+        yield con
+    finally:
+        con.close()
 
 
 def check_file(path: str) -> Path:

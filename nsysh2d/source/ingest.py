@@ -27,9 +27,8 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from urllib.parse import quote
-
 from ..errors import BadInput, first_line
+from .files import read_only, read_only_uri
 
 MIN_ROWS_PER_PART = 200_000
 # Parts are planned from the rowid span, which a damaged or edited file can stretch to 2^64 for a few rows:
@@ -61,6 +60,38 @@ class Read:
     part_rows: int | None = None
 
 
+def plan(trace, read: Read, small_rows: int | None = None) -> tuple[dict[str, str], str | None, list[str]]:
+    """What reading `read` runs: (each column's integer type, the one statement of a small table or None, the
+    statements of the parts of a larger one). small_rows: SMALL_ROWS unless given (fuzz/make_inputs.py asks for
+    the parts' statements of a small file)."""
+    from .schema import column_expr
+
+    table, cols = trace.source_columns(read.view)
+    exprs = {out: column_expr(cols[out], out, "sqlite") if cols[out] else f'NULL AS "{out}"'
+             for out in read.columns or cols}
+    types = {c: "INTEGER" if read.types.get(c) == "INTEGER" else "BIGINT" for c in exprs}
+    select = ", ".join(exprs.values())
+    if table is None:
+        return types, None, []
+    with _bad_table(trace, table):
+        lo, hi = _bounds(trace.path, table)
+    if lo is None:
+        return types, None, []
+    # NOT INDEXED: rows found through an index the file brings along could disagree with its table (an
+    # edited file hiding copies); rowid ranges still use the table's own b-tree.
+    rows = hi - lo + 1
+    if rows <= (SMALL_ROWS if small_rows is None else small_rows):
+        return types, f'SELECT {select} FROM "{table}" NOT INDEXED WHERE ({read.where or 1})', []
+    cond = f" AND ({read.where})" if read.where else ""
+    n_parts = _workers(trace.threads)
+    if read.part_rows:
+        n_parts = max(n_parts, -(-rows // read.part_rows))
+    n_parts = max(1, min(n_parts, rows // MIN_ROWS_PER_PART, MAX_PARTS))
+    step = (hi - lo) // n_parts + 1
+    return types, None, [f'SELECT {select} FROM "{table}" NOT INDEXED WHERE rowid BETWEEN {lo + i * step} AND '
+                         f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]
+
+
 class Parts:
     """Iterator of the Arrow tables of a Read, one per rowid range, in rowid order. Reading starts at
     once, on a pool of threads (one SQLite connection each; SQLite releases the GIL), and stays one
@@ -69,42 +100,15 @@ class Parts:
     manager (or call close()) so that an early exit stops the reads."""
 
     def __init__(self, trace, read: Read):
-        from .schema import column_expr
-
         self.trace = trace
-        self.table, cols = trace.source_columns(read.view)
-        exprs = {out: column_expr(cols[out], out, "sqlite") if cols[out] else f'NULL AS "{out}"'
-                 for out in read.columns or cols}
-        self.types = {c: "INTEGER" if read.types.get(c) == "INTEGER" else "BIGINT" for c in exprs}
+        self.table = trace.source_columns(read.view)[0]
         # small: the one statement of a small table, read by DuckDB in __next__; else one per part, by threads
-        self.small, parts = self._plan(read, ", ".join(exprs.values()))
+        self.types, self.small, parts = plan(trace, read)
         self.todo = iter(parts)
         self.workers = _workers(trace.threads)
         self.pool = None if self.small else ThreadPoolExecutor(self.workers)
         self.pending: deque = deque()
         self._fill()
-
-    def _plan(self, read: Read, exprs: str) -> tuple[str | None, list[str]]:
-        """(the statement of a small table, or None; the statements of the parts of a larger one)."""
-        if self.table is None:
-            return None, []
-        with _bad_table(self.trace, self.table):
-            lo, hi = _bounds(self.trace.path, self.table)
-        if lo is None:
-            return None, []
-        # NOT INDEXED: rows found through an index the file brings along could disagree with its table (an
-        # edited file hiding copies); rowid ranges still use the table's own b-tree.
-        rows = hi - lo + 1
-        if rows <= SMALL_ROWS:
-            return f'SELECT {exprs} FROM "{self.table}" NOT INDEXED WHERE ({read.where or 1})', []
-        cond = f" AND ({read.where})" if read.where else ""
-        n_parts = _workers(self.trace.threads)
-        if read.part_rows:
-            n_parts = max(n_parts, -(-rows // read.part_rows))
-        n_parts = max(1, min(n_parts, rows // MIN_ROWS_PER_PART, MAX_PARTS))
-        step = (hi - lo) // n_parts + 1
-        return None, [f'SELECT {exprs} FROM "{self.table}" NOT INDEXED WHERE rowid BETWEEN {lo + i * step} AND '
-                f"{min(hi, lo + (i + 1) * step - 1)}{cond}" for i in range(n_parts)]
 
     def _fill(self) -> None:
         while self.pool and len(self.pending) < self.workers:
@@ -194,13 +198,8 @@ def _bounds(path: str, table: str) -> tuple[int | None, int | None]:
     """(min, max) rowid of a table, through the standard library's sqlite3 (read-only, nothing written beside
     the file). Two subqueries: SQLite answers each from the b-tree's ends; min() and max() in one SELECT scan
     the whole table."""
-    import sqlite3
-
-    con = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True)
-    try:
+    with read_only(path) as con:
         return con.execute(f'SELECT (SELECT min(rowid) FROM "{table}"), (SELECT max(rowid) FROM "{table}")').fetchone()
-    finally:
-        con.close()
 
 
 def _query(path: str, sql: str, types: dict[str, str]):
@@ -212,7 +211,7 @@ def _query(path: str, sql: str, types: dict[str, str]):
     import pyarrow as pa
 
     try:
-        rows, cols = reader.read_columns(f"file:{quote(os.path.abspath(path))}?mode=ro", sql,
+        rows, cols = reader.read_columns(read_only_uri(path), sql,
                                          "".join("i" if t == "INTEGER" else "q" for t in types.values()))
     except reader.NotIntegerError:
         raise NotIntegers() from None
@@ -245,8 +244,7 @@ def _query_adbc(path: str, sql: str):
     import adbc_driver_sqlite
     import pyarrow as pa
 
-    # mode=ro: SQLite never writes to or beside the user's file (no journal, no -wal).
-    with adbc_driver_sqlite.connect(f"file:{quote(os.path.abspath(path))}?mode=ro") as db, \
+    with adbc_driver_sqlite.connect(read_only_uri(path)) as db, \
             adbc.AdbcConnection(db) as con, adbc.AdbcStatement(con) as stmt:
         # Large batches: DuckDB pays a fixed cost per Arrow batch it scans (the default is 1024 rows).
         stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(BATCH_ROWS)})

@@ -13,11 +13,10 @@ from __future__ import annotations
 import html
 import json
 import sqlite3
-from contextlib import contextmanager
-from urllib.parse import quote
 
 from ..errors import BadInput
 from . import kineto, sql
+from .files import read_only
 
 
 def python_stacks(trace, marks: list[tuple]) -> tuple[list[tuple], dict]:
@@ -72,12 +71,3 @@ def native_stacks(trace) -> list[tuple]:
     return sorted(((i, d, strings.get(sy), strings.get(mo)) for i, d, sy, mo in rows),
                   key=lambda r: (r[0], r[1] is None, r[1] or 0))
 
-
-@contextmanager
-def read_only(path: str):
-    """Python's sqlite3 on the file, read-only (nothing written to or beside it)."""
-    con = sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)
-    try:
-        yield con
-    finally:
-        con.close()

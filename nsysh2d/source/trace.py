@@ -21,11 +21,18 @@ import duckdb
 from ..errors import BadInput, NsysH2DError, first_line
 from . import ingest, kineto, kineto_json, schema, sql, stacks
 from .connection import duckdb_config, spill_folder, sqlite_extension_path
-from .files import check_file, is_sqlite
+from .files import check_file, is_sqlite, read_only
 
 PART_ROWS = 250_000  # copy calls per part added to the store: bounds the memory of what is in flight
 FRAME_ROWS = 20_000   # Trace.frame: rows handed over as JSON text, not Arrow
 SQL_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "string": "VARCHAR"}
+# What an nsys export's copy calls are read as (Trace.copy_calls; fuzz/make_inputs.py fuzzes the same statements).
+COPY_CALLS = ingest.Read(
+    "runtime", sql.condition("source/sqlite_copy_calls"),
+    ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
+    {"event_class": "INTEGER", "name_id": "INTEGER"},
+    # About one runtime row in ten is an async memcpy in the exports measured: parts of 10x the rows.
+    part_rows=10 * PART_ROWS)
 
 @dataclass
 class Trace:
@@ -155,12 +162,7 @@ class Trace:
         """The copy API calls' runtime rows, as Arrow parts (a context manager), reading from now on."""
         if self.format == "kineto":
             return kineto.copy_calls(self.con)
-        return ingest.Parts(self, ingest.Read(
-            "runtime", sql.condition("source/sqlite_copy_calls"),
-            ["start", "end", "event_class", "global_tid", "correlation_id", "name_id", "callchain_id"],
-            {"event_class": "INTEGER", "name_id": "INTEGER"},
-            # About one runtime row in ten is an async memcpy in the exports measured: parts of 10x the rows.
-            part_rows=10 * PART_ROWS))
+        return ingest.Parts(self, COPY_CALLS)
 
     def gpu_work(self):
         """Kernels, memsets and graph replays overlapping the spans of table work_spans (device_id, stream_id: int32;
@@ -250,7 +252,7 @@ def _sqlite_views(path: str) -> set[str]:
     import sqlite3
 
     try:
-        with stacks.read_only(path) as con:
+        with read_only(path) as con:
             return {n for (n,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'view'")}
     except sqlite3.Error:
         return set()
