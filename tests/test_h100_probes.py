@@ -5,6 +5,8 @@ import json
 import statistics
 from collections import defaultdict
 
+import pytest
+
 from conftest import DATA
 
 H100 = DATA / "h100"
@@ -35,8 +37,13 @@ def test_copy_queue_is_separate_and_as_deep():
     assert p[(1021, "launch")] < 1000                                     # a launch does not wait for it
 
 
-def test_bisected_threshold_is_2_mib_for_one_copy_at_every_backlog():
-    with gzip.open(H100 / "bisect.json.gz", "rt") as f:
+BISECTIONS = sorted(H100.glob("**/bisect*.json.gz"))
+
+
+@pytest.mark.parametrize("path", BISECTIONS, ids=lambda p: str(p.relative_to(H100)))
+def test_bisected_threshold_is_2_mib_for_one_copy_at_every_backlog(path):
+    """Each bisection run (two H100 leases so far) gives the same thresholds."""
+    with gzip.open(path, "rt") as f:
         records = json.load(f)["records"]
     slow = defaultdict(float)
     for r in records:

@@ -51,3 +51,67 @@ def test_each_process_is_judged_on_its_own_and_agrees_with_its_host_timer():
     assert abs(procs[before]["blocking_ns_per_step"] - host_before_ns) <= 0.1 * host_before_ns
     # after: pinned batches, nothing blocks inside the steps; its host timer says the copy returns at once
     assert procs[after]["blocking_ns_per_step"] == 0 and timers["after"]["copy_us_median"] < 500
+
+
+KINETO = {v: HERE / f"two-proc-{v}.pt.trace.json.gz" for v in ("before", "after")}
+
+
+def kineto_sql_like(path, min_ns=100_000):
+    """Plain JSON arithmetic over one torch.profiler file: its process ids, its H2D async copy calls (runtime event
+    joined to its GPU copy by correlation id) as (start ns, host ns, bytes), its step ranges, and its GPU window."""
+    import gzip
+
+    with gzip.open(path, "rt") as f:
+        evs = json.load(f)["traceEvents"]
+    copies = {e["args"]["correlation"]: e for e in evs if e.get("cat") == "gpu_memcpy" and "HtoD" in e["name"]}
+    calls = [(round(e["ts"] * 1000), round(e["dur"] * 1000), copies[e["args"]["correlation"]]["args"]["bytes"])
+             for e in evs if e.get("cat") == "cuda_runtime" and e["name"] == "cudaMemcpyAsync"
+             and e["args"].get("correlation") in copies]
+    steps = [(round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)) for e in evs
+             if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"].split()[0] == "step"]
+    gpu = [e for e in evs if e.get("cat") in ("kernel", "gpu_memcpy")]
+    return {"pids": {e["pid"] for e in evs if e.get("cat") == "cuda_runtime"},
+            "calls": calls, "long": [c for c in calls if c[1] >= min_ns], "steps": steps,
+            "gpu_window": (min(e["ts"] for e in gpu), max(e["ts"] + e["dur"] for e in gpu))}
+
+
+def test_the_torch_profiler_file_of_each_process_is_judged_on_its_own(cli):
+    """The same two processes, run again at once under torch.profiler (one file each, as vLLM's profiler writes
+    per rank): they shared the GPU (their GPU windows overlap), each file's figures equal plain JSON arithmetic,
+    before blocks about as long per step as its own host timer read around its copies, after blocks nothing inside
+    its steps, and the gate fails the one rank that blocks."""
+    truth = {v: kineto_sql_like(p) for v, p in KINETO.items()}
+    assert truth["before"]["pids"].isdisjoint(truth["after"]["pids"])
+    (b0, b1), (a0, a1) = truth["before"]["gpu_window"], truth["after"]["gpu_window"]
+    assert max(b0, a0) < min(b1, a1)                                       # at once, on one GPU
+    doc = json.loads(cli("analyze", KINETO["before"], KINETO["after"], "--format", "json", "--no-cache").output)
+    reports = {v: r for v, r in zip(("before", "after"), doc["reports"])}
+    for v, r in reports.items():
+        t, want = r["totals"], truth[v]
+        assert r["format"] == "kineto" and r["path"].endswith(KINETO[v].name)
+        assert t["calls"] == len(want["calls"]) and t["bytes"] == sum(b for _s, _d, b in want["calls"])
+        assert t["long_calls"] == len(want["long"]) and t["long_ns"] == sum(d for _s, d, _b in want["long"])
+        in_steps = [d for s, d, _b in want["long"] if any(a <= s < e for a, e in want["steps"])]
+        assert r["steps"]["steps"] == len(want["steps"]) == 20
+        assert t["long_ns_per_step"] == sum(in_steps) / len(want["steps"])
+    timers = {v: json.loads((HERE / f"two-kineto-{v}.json").read_text()) for v in ("before", "after")}
+    host_before_ns = sum(timers["before"]["copy_us"]) / len(timers["before"]["copy_us"]) * 1000
+    assert abs(reports["before"]["totals"]["blocking_ns_per_step"] - host_before_ns) <= 0.1 * host_before_ns
+    assert reports["after"]["totals"]["blocking_ns_per_step"] == 0 and timers["after"]["copy_us_median"] < 500
+    r = cli("gate", KINETO["before"], KINETO["after"], "--format", "json")
+    gate = json.loads(r.output)
+    assert r.exit_code == 1 and gate["passed"] is False
+    assert {v["path"].rsplit("/", 1)[1]: v["passed"] for v in gate["verdicts"]} == {
+        KINETO["before"].name: False, KINETO["after"].name: True}
+    # the failing rank's count is its own long calls inside steps; its offenders, those among its 20 longest calls
+    rule = gate["verdicts"][0]["rules"][0]
+    steps = truth["before"]["steps"]
+    in_steps = [c for c in truth["before"]["long"] if any(a <= c[0] < e for a, e in steps)]
+    assert rule["message"].startswith(f"{len(in_steps)} long-blocking h2d copies")
+    longest = sorted(truth["before"]["long"], key=lambda c: -c[1])[:20]
+    assert sorted((o["api_start_ns"], o["host_ns"]) for o in rule["offenders"]) == sorted(
+        (s, d) for s, d, _b in longest if any(a <= s < e for a, e in steps))
+    # pageable batches: each waited for the work queued ahead or for its own staged transfer (rules.sql's order)
+    for o in rule["offenders"]:
+        assert o["src_kind"] == "Pageable" and o["pid"] in truth["before"]["pids"]
+        assert o["cause"] == ("backlog" if o["backlog_ns"] >= 0.5 * o["host_ns"] else "own_transfer")
