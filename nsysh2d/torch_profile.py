@@ -144,6 +144,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("args", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
     args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
+    # Before the workload runs, not after: a trace with nowhere to go would lose the whole run.
+    folder = os.path.dirname(os.path.abspath(ns.output))
+    try:
+        os.makedirs(folder, exist_ok=True)
+        tempfile.TemporaryFile(dir=folder).close()
+    except OSError as e:
+        from .errors import EXIT_OUTPUT_UNWRITABLE
+
+        print(f"nsysh2d: error: {folder!r}: cannot write the trace there ({e.strerror})", file=sys.stderr)
+        return EXIT_OUTPUT_UNWRITABLE
     status = capture(ns.script, args, ns.output, with_stack=not ns.no_stack)
     if not os.environ.get("NSYSH2D_QUIET"):
         print(f"nsysh2d: wrote {ns.output}", file=sys.stderr)

@@ -2,7 +2,7 @@
 # Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
 # Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
 # usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue check train d2h
-#        qwen-variants qwen-uva-trace capture-cost queue-depth bisect causes rewrites two-proc
+#        qwen-variants qwen-uva-trace capture-cost queue-depth bisect causes rewrites two-proc tp
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/h200-out}
@@ -145,6 +145,20 @@ for stage in "$@"; do
         $k-after.pt.trace.json.gz $tl --variant after $a --json $work/out/two-kineto-after.json & wait" > "$OUT/two-proc-kineto.log" 2>&1
       echo "rc=$?"; tail -3 "$OUT/two-proc-kineto.log"
       cp "$work/out"/two-*.json "$work/out"/two-proc-*.pt.trace.json.gz "$OUT/" ;;
+    tp)  # issue 41: two ranks on two GPUs (workloads/tp_pair.py: NCCL all-reduces, the qwen3vl input path), per
+      # variant: host timers, one nsys report of both ranks, one torch.profiler file per rank (needs 2+ GPUs)
+      n=$(nvidia-smi -L | wc -l); if [ "$n" -lt 2 ]; then echo "tp: needs two GPUs, this host has $n"; continue; fi
+      tp="$work/src/workloads/tp_pair.py"; a="--world 2 ${TP_ARGS:---imbalance-ms 5}"
+      for v in ${TP_VARIANTS:-before after}; do
+        clean "$PY" "$tp" --variant $v $a --json-dir "$work/out/tp-host" | tee -a "$OUT/tp-host.txt"
+        profile --name tp-$v --no-variants --sample none --cudabacktrace none "$tp" -- --variant $v $a \
+          --json-dir "$work/out/tp-nsys" > "$OUT/tp-$v-trace.log" 2>&1; echo "rc=$?"; grep -E "tp_pair|wrote" "$OUT/tp-$v-trace.log"
+        "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/tp-$v.sqlite" "$OUT/tp-$v.sqlite"
+        clean "$PY" "$tp" --variant $v $a --json-dir "$work/out/tp-kineto" \
+          --wrap "$PY -m nsysh2d.torch_profile -o $work/out/tp-$v-rank{rank}.pt.trace.json.gz" > "$OUT/tp-$v-kineto.log" 2>&1
+        echo "rc=$?"; grep tp_pair "$OUT/tp-$v-kineto.log"
+      done
+      cp -r "$work/out"/tp-host "$work/out"/tp-nsys "$work/out"/tp-kineto "$work/out"/tp-*.pt.trace.json.gz "$OUT/" ;;
     rewrites)  # issue 40: the runtime checker's in-flight write rule against what the GPU read
       gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1 | tr ' ' '-')
       clean "$PY" "$work/src/workloads/runtime_check_probe.py" --rewrites --json "$OUT/rewrites-$gpu.json" | tee "$OUT/rewrites-$gpu.txt" ;;

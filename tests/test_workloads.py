@@ -110,3 +110,41 @@ def test_qwen3vl_cpu_smoke_variants_identical():
     assert r.stdout.count("[staged] site vision_pos_ids: calls=2") == 2
     digests = {line.split("] ", 1)[1] for line in r.stdout.splitlines() if "output digest" in line}
     assert len(digests) == 1
+
+
+def test_tp_pair_ranks_all_reduce_to_the_unsharded_result(tmp_path):
+    """workloads/tp_pair.py on the CPU (gloo): two rank processes, each with its own pid and host timers, end every
+    step with the same hidden state, equal to the same layers computed here in one process from the ranks' seeded
+    weight shards; the fix changes no value (before and after agree)."""
+    torch = pytest.importorskip("torch")
+    import json
+
+    args = ["--world", "2", "--steps", "2", "--warmup", "1", "--hidden", "64", "--tokens", "300", "--image", "256",
+            "--layers", "3", "--device", "cpu"]
+    got = {}
+    for v in ("before", "after"):
+        r = subprocess.run([sys.executable, str(ROOT / "workloads" / "tp_pair.py"), "--variant", v, *args,
+                            "--json-dir", str(tmp_path)], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        got[v] = [json.loads((tmp_path / f"tp-{v}-rank{k}.json").read_text()) for k in (0, 1)]
+        assert [g["rank"] for g in got[v]] == [0, 1] and got[v][0]["pid"] != got[v][1]["pid"]
+        assert all(len(g["mrope_us"]) == len(g["vision_us"]) == 2 for g in got[v])
+    # the unsharded reference: rank r's generator seeds its shards, in the order the workload draws them
+    hidden, shard, layers, tokens = 64, 32, 3, 300
+    w = []
+    for rank in (0, 1):
+        g = torch.Generator().manual_seed(rank)
+        w1 = [torch.randn(hidden, shard, generator=g) / hidden ** 0.5 for _ in range(layers)]
+        w2 = [torch.randn(shard, hidden, generator=g) / shard ** 0.5 for _ in range(layers)]
+        w.append((w1, w2))
+    grid = qi.grid_for(256, 256)
+    text = tokens - grid.tokens
+    pos = torch.from_numpy(qi.mrope_positions(text // 2, grid, text - text // 2))
+    ids, seqlens = qi.vision_pos_ids([grid]), qi.cu_seqlens([grid])
+    x = (torch.randn(tokens, hidden, generator=torch.Generator().manual_seed(7)) + pos[0, :, None].float() * 1e-3
+         + float(ids[0, 0]) * 1e-6 + float(seqlens[-1]) * 1e-9)
+    for layer in range(layers):
+        x = sum(x + torch.nn.functional.gelu(x @ w[r][0][layer]) @ w[r][1][layer] for r in (0, 1)) / 2
+    want = float(x.double().sum())
+    sums = [g["checksum"] for v in got for g in got[v]]
+    assert max(abs(s - want) for s in sums) <= 1e-4 * max(1.0, abs(want)), (sums, want)
