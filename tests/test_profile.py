@@ -289,3 +289,21 @@ def test_profile_kineto_captures_without_nsys(tmp_path):
     assert r.returncode == 4 and "exited 3" in r.stderr and (out / "failing.pt.trace.json.gz").is_file()
     r = run_cli("profile", "--kineto", "--", "python", "x.py")
     assert r.returncode == 2 and "give WORKLOAD.py" in r.stderr
+
+
+def test_torch_profile_refuses_an_unwritable_trace_folder_before_the_workload_runs(tmp_path):
+    """The folder is made (or found unwritable) first: a trace with nowhere to go must not cost the run."""
+    script = tmp_path / "work.py"
+    marker = tmp_path / "ran"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = subprocess.run([sys.executable, "-m", "nsysh2d.torch_profile", "-o", str(blocker / "t.pt.trace.json"),
+                        str(script)], capture_output=True, text=True)
+    assert r.returncode == 6 and not marker.exists()
+    assert len(r.stderr.strip().splitlines()) == 1 and "cannot write the trace there" in r.stderr
+    pytest.importorskip("torch")
+    out = tmp_path / "new" / "deeper" / "t.pt.trace.json"
+    r = subprocess.run([sys.executable, "-m", "nsysh2d.torch_profile", "-o", str(out), str(script)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and marker.exists() and json.loads(out.read_text())["traceEvents"] is not None
