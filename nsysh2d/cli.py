@@ -145,26 +145,28 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
       nsysh2d compare before.sqlite after.sqlite
       nsysh2d compare before.sqlite after.sqlite --format markdown >> $GITHUB_STEP_SUMMARY
       nsysh2d compare before.sqlite after.sqlite uva.sqlite     # variants: side by side, then first vs each
+      nsysh2d compare before-ranks/ after-ranks/                 # rank sets: rank i against rank i
     """
     from .analyses.compare import compare as do_compare
-    from .analyses.compare import compare_many
+    from .analyses.compare import compare_many, compare_rank_sets
     from .errors import BadInput
     from .analyses.options import Options
     from . import present
-    from .run import analyze_all
+    from .run import analyze_all, compare_sides
 
-    if len(traces) < 2:
-        raise BadInput("compare needs two traces (before, after) or more (variants)")
-    if len(traces) > 2 and fmt.lower() == "html":
+    paths, ranks = compare_sides(list(traces))
+    if len(paths) > 2 and fmt.lower() == "html":
         raise BadInput("--format html compares two traces; for more, use table, markdown, json or csv")
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=10, step_pattern=step_pattern,
                    calls=calls.lower())
-    reps = analyze_all(list(traces), opts, nsys_path, not no_cache, scheduler_setting(scheduler))
-    times = analyze_all(list(traces), opts, nsys_path, not no_cache, scheduler_setting(scheduler), "range-times")
-    if len(traces) == 2:
-        emit(present.output(fmt, present.CompareView(do_compare(*reps, times), *traces)), output)
+    reps = analyze_all(paths, opts, nsys_path, not no_cache, scheduler_setting(scheduler))
+    times = analyze_all(paths, opts, nsys_path, not no_cache, scheduler_setting(scheduler), "range-times")
+    if ranks > 1:
+        emit(present.output(fmt, present.CompareRanksView(compare_rank_sets(reps, times), paths)), output)
+    elif len(paths) == 2:
+        emit(present.output(fmt, present.CompareView(do_compare(*reps, times), *paths)), output)
     else:
-        emit(present.output(fmt, present.CompareManyView(compare_many(reps, times), list(traces))), output)
+        emit(present.output(fmt, present.CompareManyView(compare_many(reps, times), paths)), output)
     return 0
 
 

@@ -69,3 +69,21 @@ def analyze_all(paths: list[str], opts, nsys: str | None = None, use_cache: bool
     if errors:
         raise NsysH2DError("; ".join(msg for _p, msg, _c in errors), max(c for _p, _m, c in errors))
     return reps
+
+
+def compare_sides(traces: list[str]) -> tuple[list[str], int]:
+    """The files `compare` reads, and how many ranks each side holds: 1 for trace files; two folders of N traces
+    each are two rank sets, rank i (by name order) against rank i. Anything else with a folder is refused."""
+    from .errors import BadInput
+    from .source.files import expand_inputs
+
+    if len(traces) < 2:
+        raise BadInput("compare needs two traces (before, after) or more (variants)")
+    sides = [expand_inputs([t]) for t in traces]
+    if all(len(s) == 1 for s in sides):
+        return [s[0] for s in sides], 1
+    if len(sides) != 2 or len(sides[0]) != len(sides[1]):
+        counts = ", ".join(f"{t}: {len(s)}" for t, s in zip(traces, sides))
+        raise BadInput(f"compare takes trace files, or two folders of as many traces each (rank sets, rank i against "
+                       f"rank i); got {counts}")
+    return sides[0] + sides[1], len(sides[0])

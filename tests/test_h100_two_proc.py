@@ -115,3 +115,39 @@ def test_the_torch_profiler_file_of_each_process_is_judged_on_its_own(cli):
     for o in rule["offenders"]:
         assert o["src_kind"] == "Pageable" and o["pid"] in truth["before"]["pids"]
         assert o["cause"] == ("backlog" if o["backlog_ns"] >= 0.5 * o["host_ns"] else "own_transfer")
+
+
+def test_compare_of_two_rank_folders_pairs_rank_i_with_rank_i(cli, tmp_path):
+    """Two folders of per-rank torch.profiler files (as vLLM writes them) are two rank sets: rank i against rank i,
+    in name order with numbers read as numbers (rank-2 before rank-10), each rank's figures equal plain JSON
+    arithmetic over its own file. A folder beside a file, or folders of unequal sizes, are refused in one line."""
+    import shutil
+
+    before, after = tmp_path / "before", tmp_path / "after"
+    before.mkdir(), after.mkdir()
+    # before: rank 2 blocks (pageable), rank 10 does not; after: both pinned
+    shutil.copy(KINETO["before"], before / "run-rank-2.pt.trace.json.gz")
+    shutil.copy(KINETO["after"], before / "run-rank-10.pt.trace.json.gz")
+    for r in (2, 10):
+        shutil.copy(KINETO["after"], after / f"run-rank-{r}.pt.trace.json.gz")
+    doc = json.loads(cli("compare", before, after, "--format", "json", "--no-cache").output)["compare"]
+    assert [(p["before"]["path"], p["after"]["path"]) for p in doc["pairs"]] == [
+        (str(before / f"run-rank-{r}.pt.trace.json.gz"), str(after / f"run-rank-{r}.pt.trace.json.gz")) for r in (2, 10)]
+    truth = {v: kineto_sql_like(p) for v, p in KINETO.items()}
+    sides = [(truth["before"], truth["after"]), (truth["after"], truth["after"])]
+    for row, (tb, ta) in zip(doc["by_rank"], sides):
+        assert row["long_calls_before"] == len(tb["long"]) and row["long_calls_after"] == len(ta["long"])
+        assert row["long_ns_delta"] == sum(d for _s, d, _b in ta["long"]) - sum(d for _s, d, _b in tb["long"])
+        assert row["steps_before"] == len(tb["steps"]) and row["steps_after"] == len(ta["steps"])
+    assert doc["by_rank"][0]["blocking_ns_per_step_after"] == 0 < doc["by_rank"][0]["blocking_ns_per_step_before"]
+    assert doc["by_rank"][1]["blocking_calls_delta"] == 0
+    text = cli("compare", before, after, "--no-cache").output
+    assert text.startswith("by rank (rank i of each folder, by name)") and text.count("\ntotals\n") == 2
+    rows = [ln.split(",")[:3] for ln in cli("compare", before, after, "--format", "csv").output.splitlines()[1:]]
+    assert {r[0] for r in rows} == {"0", "1"}
+    (after / "run-rank-10.pt.trace.json.gz").unlink()
+    for args in ((before, after), (before, KINETO["after"]), (before, before, after)):
+        r = run_cli("compare", *args)
+        assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "rank sets" in r.stderr, r.stderr
+    r = run_cli("compare", before, before, "--format", "html")
+    assert r.returncode == 2 and "--format html compares two traces" in r.stderr

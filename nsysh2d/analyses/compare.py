@@ -185,6 +185,20 @@ def _pair(rb: dict, ra: dict, sb, sa, keys=FIGURES) -> dict:
 MAX_RANGES = 12   # named ranges in the side-by-side table (those in every trace, most wall time first)
 
 
+def compare_rank_sets(reports, range_times=None) -> Comparison:
+    """Two rank sets, one trace per rank (the first half of `reports` before, the second after): the ranks side by
+    side (by_rank, as for traces of several processes), then rank i against rank i (pairs)."""
+    n = len(reports) // 2
+    docs = [r.to_json() for r in reports]
+    side = [{"pid": (d.get("by_process") or [{}])[0].get("pid") if len(d.get("by_process") or []) == 1 else None,
+             "steps": d["steps"]["steps"], **{k: d["totals"].get(k) for k in RANK_FIGURES if k != "steps"}}
+            for d in docs]
+    times = range_times or [None] * len(reports)
+    pairs = [compare(reports[i], reports[n + i], [times[i], times[n + i]] if range_times else None).to_json()
+             for i in range(n)]
+    return Comparison({"by_rank": compare_ranks(side[:n], side[n:]), "pairs": pairs})
+
+
 def compare_many(reports, range_times=None) -> Comparison:
     """Three or more traces (variants of one workload): one side-by-side table of their figures (totals, long
     calls per cause, step and NVTX range wall times), then the first trace compared with each other one."""

@@ -3,7 +3,7 @@ command hands output() a view (views.py) of its result: the one place a format i
 from __future__ import annotations
 
 from .render import Column, Section, cell, document, render_sections, rows_csv, to_json  # noqa: F401
-from .views import (AnalyzeView, ApiSummaryView, CheckView, CompareManyView, CompareView,  # noqa: F401
+from .views import (AnalyzeView, ApiSummaryView, CheckView, CompareManyView, CompareRanksView, CompareView,  # noqa: F401
                     GateView, ThresholdView, View)
 
 

@@ -32,4 +32,6 @@ def rank_compare_section(doc: dict) -> Section | None:
                            ("blocking_ns_per_step", "blocked per step", "ns")):
         cols += [Column(f"{k}_before", f"{title} before", kind), Column(f"{k}_after", f"{title} after", kind),
                  Column(f"{k}_delta", "delta", kind, drop=1)]
-    return Section("by rank (the i-th process by pid on each side)", cols, rows)
+    title = ("by rank (rank i of each folder, by name)" if "pairs" in doc else
+             "by rank (the i-th process by pid on each side)")
+    return Section(title, cols, rows)

@@ -130,6 +130,31 @@ class CompareManyView(View):
 
 
 @dataclass
+class CompareRanksView(View):
+    """Two rank sets: the ranks side by side, then rank i (by name order) against rank i."""
+    comparison: object
+    paths: list      # the before ranks, then the after ranks
+
+    def _views(self) -> list[CompareView]:
+        from ..analyses.compare import Comparison
+
+        pairs = self.comparison.to_json()["pairs"]
+        return [CompareView(Comparison(p), self.paths[i], self.paths[len(pairs) + i]) for i, p in enumerate(pairs)]
+
+    def document(self) -> dict:
+        return {"compare": self.comparison.to_json()}
+
+    def csv_rows(self) -> list[dict]:
+        return [{"rank": i, **row} for i, v in enumerate(self._views()) for row in v.csv_rows()]
+
+    def text(self, fmt: str) -> str:
+        from .processes import rank_compare_section
+
+        ranks = rank_compare_section(self.comparison.to_json())
+        return "\n".join([render_sections(fmt, [ranks])] + [v.text(fmt) for v in self._views()])
+
+
+@dataclass
 class ThresholdView(View):
     result: object
 

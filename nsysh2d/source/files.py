@@ -78,8 +78,15 @@ def check_file(path: str) -> Path:
 INPUT_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep", ".json", ".json.gz")
 
 
+def name_order(name: str) -> list:
+    """Names in order with their numbers read as numbers: rank-2 before rank-10."""
+    import re
+
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
+
+
 def expand_inputs(paths: list[str]) -> list[str]:
-    """A folder stands for the traces in it (not recursive, by name order: one file per rank, as vLLM's
+    """A folder stands for the traces in it (not recursive, by name order, numbers as numbers: one file per rank, as vLLM's
     profiler writes them; a JSON file that names no traceEvents is not one); a folder with none stays as it
     is, so its one error line names it."""
     import os
@@ -92,8 +99,8 @@ def expand_inputs(paths: list[str]) -> list[str]:
     out = []
     for path in paths:
         if os.path.isdir(path):
-            found = sorted(os.path.join(path, n) for n in os.listdir(path)
-                           if n.endswith(INPUT_SUFFIXES) and is_trace(os.path.join(path, n)))
+            found = sorted((os.path.join(path, n) for n in os.listdir(path)
+                            if n.endswith(INPUT_SUFFIXES) and is_trace(os.path.join(path, n))), key=name_order)
             out.extend(found or [path])
         else:
             out.append(path)
