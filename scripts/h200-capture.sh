@@ -147,8 +147,10 @@ for stage in "$@"; do
       cp "$work/out"/two-*.json "$work/out"/two-proc-*.pt.trace.json.gz "$OUT/" ;;
     tp)  # issue 41: two ranks on two GPUs (workloads/tp_pair.py: NCCL all-reduces, the qwen3vl input path), per
       # variant: host timers, one nsys report of both ranks, one torch.profiler file per rank (needs 2+ GPUs)
-      n=$(nvidia-smi -L | wc -l); if [ "$n" -lt 2 ]; then echo "tp: needs two GPUs, this host has $n"; continue; fi
-      tp="$work/src/workloads/tp_pair.py"; a="--world 2 ${TP_ARGS:---imbalance-ms 5}"
+      # (TP_WORLD=1 runs the same stage on one GPU: a check of the capture, with no collective to wait for)
+      n=$(nvidia-smi -L | wc -l); w=${TP_WORLD:-2}
+      if [ "$n" -lt "$w" ]; then echo "tp: needs $w GPUs, this host has $n"; continue; fi
+      tp="$work/src/workloads/tp_pair.py"; a="--world $w ${TP_ARGS:---imbalance-ms 5}"
       for v in ${TP_VARIANTS:-before after}; do
         clean "$PY" "$tp" --variant $v $a --json-dir "$work/out/tp-host" | tee -a "$OUT/tp-host.txt"
         profile --name tp-$v --no-variants --sample none --cudabacktrace none "$tp" -- --variant $v $a \
