@@ -151,3 +151,35 @@ def test_compare_of_two_rank_folders_pairs_rank_i_with_rank_i(cli, tmp_path):
         assert r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "rank sets" in r.stderr, r.stderr
     r = run_cli("compare", before, before, "--format", "html")
     assert r.returncode == 2 and "--format html compares two traces" in r.stderr
+
+
+def test_gpu_idle_counts_the_copys_own_device_on_a_real_shared_gpu_and_once_relabelled(tmp_path):
+    """The two processes really shared device 0, so a copy's GPU idle counts both processes' kernels there; moving
+    after's GPU rows to device 1 (a relabelled copy of the real export, synthetic in its device ids only) leaves
+    before's copies only their own kernels. Both ways every long call's GPU idle equals plain SQL over its own
+    device, and before's idle grows once the other process's kernels are elsewhere."""
+    import shutil
+
+    from test_ranks import plain_sql
+
+    moved = tmp_path / "two-devices.sqlite"
+    shutil.copy(TRACE, moved)
+    truth = per_process_sql()
+    after = max(truth, key=lambda pid: truth[pid]["pinned_share"])
+    con = sqlite3.connect(moved)
+    for t in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"):
+        con.execute(f"UPDATE {t} SET deviceId = 1 WHERE (globalPid >> 24) & 16777215 = ?", (after,))
+    con.commit()
+    con.close()
+    idle = {}
+    for label, path in (("shared", TRACE), ("moved", moved)):
+        rep = json.loads(run_cli("analyze", path, "--format", "json", "--top", "1000", "--no-cache").stdout)
+        top = rep["reports"][0]["top"]
+        ref = plain_sql(path)
+        assert len(top) == len(ref) == rep["reports"][0]["totals"]["long_calls"]
+        for t in top:
+            r = ref[(t["pid"], t["api_start_ns"])]
+            assert (t["host_ns"], t["gpu_idle_ns"], t["device"]) == (r["host_ns"], r["gpu_idle_ns"], r["device"])
+        idle[label] = sum(t["gpu_idle_ns"] for t in top if t["pid"] != after)
+        assert {t["device"] for t in top if t["pid"] == after} <= ({0} if label == "shared" else {1})
+    assert idle["moved"] > idle["shared"]
