@@ -59,14 +59,10 @@ KINETO = {v: HERE / f"two-proc-{v}.pt.trace.json.gz" for v in ("before", "after"
 def kineto_sql_like(path, min_ns=100_000):
     """Plain JSON arithmetic over one torch.profiler file: its process ids, its H2D async copy calls (runtime event
     joined to its GPU copy by correlation id) as (start ns, host ns, bytes), its step ranges, and its GPU window."""
-    import gzip
+    from test_kineto import events, h2d_calls
 
-    with gzip.open(path, "rt") as f:
-        evs = json.load(f)["traceEvents"]
-    copies = {e["args"]["correlation"]: e for e in evs if e.get("cat") == "gpu_memcpy" and "HtoD" in e["name"]}
-    calls = [(round(e["ts"] * 1000), round(e["dur"] * 1000), copies[e["args"]["correlation"]]["args"]["bytes"])
-             for e in evs if e.get("cat") == "cuda_runtime" and e["name"] == "cudaMemcpyAsync"
-             and e["args"].get("correlation") in copies]
+    evs = events(path)
+    calls = [(s, d, b) for s, d, b, _tid in h2d_calls(path)]
     steps = [(round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)) for e in evs
              if e.get("ph") == "X" and e.get("cat") == "user_annotation" and e["name"].split()[0] == "step"]
     gpu = [e for e in evs if e.get("cat") in ("kernel", "gpu_memcpy")]

@@ -190,8 +190,8 @@ def compare_rank_sets(reports, range_times=None) -> Comparison:
     side (by_rank, as for traces of several processes), then rank i against rank i (pairs)."""
     n = len(reports) // 2
     docs = [r.to_json() for r in reports]
-    side = [{"pid": (d.get("by_process") or [{}])[0].get("pid") if len(d.get("by_process") or []) == 1 else None,
-             "steps": d["steps"]["steps"], **{k: d["totals"].get(k) for k in RANK_FIGURES if k != "steps"}}
+    # one row per rank file, as compare_ranks reads a by_process row (no pid: a file is its rank)
+    side = [{"steps": d["steps"]["steps"], **{k: d["totals"].get(k) for k in RANK_FIGURES if k != "steps"}}
             for d in docs]
     times = range_times or [None] * len(reports)
     pairs = [compare(reports[i], reports[n + i], [times[i], times[n + i]] if range_times else None).to_json()

@@ -80,8 +80,6 @@ INPUT_SUFFIXES = (".sqlite", ".nsys-rep", ".qdrep", ".json", ".json.gz")
 
 def name_order(name: str) -> list:
     """Names in order with their numbers read as numbers: rank-2 before rank-10."""
-    import re
-
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name)]
 
 
@@ -89,8 +87,6 @@ def expand_inputs(paths: list[str]) -> list[str]:
     """A folder stands for the traces in it (not recursive, by name order, numbers as numbers: one file per rank, as vLLM's
     profiler writes them; a JSON file that names no traceEvents is not one); a folder with none stays as it
     is, so its one error line names it."""
-    import os
-
     from .kineto_json import names_trace_events
 
     def is_trace(file: str) -> bool:

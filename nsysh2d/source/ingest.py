@@ -73,7 +73,7 @@ def plan(trace, read: Read, small_rows: int | None = None) -> tuple[dict[str, st
     select = ", ".join(exprs.values())
     if table is None:
         return types, None, []
-    with _bad_table(trace, table):
+    with bad_table(trace, table):
         lo, hi = _bounds(trace.path, table)
     if lo is None:
         return types, None, []
@@ -128,11 +128,11 @@ class Parts:
             self.close()
             raise StopIteration
         fut = self.pending.popleft()
-        with _bad_table(self.trace, self.table):
+        with bad_table(self.trace, self.table):
             try:
                 got = fut.result()
             except NotIntegers:
-                raise self._not_integers() from None
+                raise not_integers(self.trace, self.table) from None
         self._fill()
         return self._typed(got)
 
@@ -144,7 +144,7 @@ class Parts:
         try:
             return pa.table([t.column(i).cast(f.type) for i, f in enumerate(schema)], schema=schema)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            raise self._not_integers() from None
+            raise not_integers(self.trace, self.table) from None
 
     def _read_small(self, sqlite_sql: str):
         """The whole (small) table's matching rows as a DuckDB relation over a temporary table: the statement
@@ -159,14 +159,10 @@ class Parts:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS SELECT {cols} FROM sqlite_query('src', $sql)",
                         {"sql": sqlite_sql})
         except duckdb.ConversionException:
-            raise self._not_integers() from None
+            raise not_integers(self.trace, self.table) from None
         except duckdb.Error as e:
             raise BadInput(f"{self.trace.path}: cannot read table {self.table} ({first_line(e)})") from None
         return con.table(name)
-
-    def _not_integers(self) -> BadInput:
-        return BadInput(f"{self.trace.path}: table {self.table} holds non-integer values where nsys writes "
-                        "integers (a damaged export?)")
 
     def close(self) -> None:
         for fut in self.pending:
@@ -185,13 +181,20 @@ class Parts:
 
 
 @contextmanager
-def _bad_table(trace, table: str):
+def bad_table(trace, table: str):
+    """Any error reading `table` as one BadInput line naming the file and table."""
     try:
         yield
     except BadInput:
         raise
     except Exception as e:  # the ADBC driver raises its own error classes
         raise BadInput(f"{trace.path}: cannot read table {table} ({first_line(e)})") from None
+
+
+def not_integers(trace, table: str) -> BadInput:
+    """The error of a table holding values that are not the integers nsys writes there."""
+    return BadInput(f"{trace.path}: table {table} holds non-integer values where nsys writes integers "
+                    "(a damaged export?)")
 
 
 def _bounds(path: str, table: str) -> tuple[int | None, int | None]:

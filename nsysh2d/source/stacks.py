@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import html
 import json
-import sqlite3
 
-from ..errors import BadInput
 from . import kineto, sql
 from .files import read_only
+from .ingest import bad_table, not_integers
 
 
 def python_stacks(trace, marks: list[tuple]) -> tuple[list[tuple], dict]:
@@ -57,15 +56,11 @@ def native_stacks(trace) -> list[tuple]:
     if table is None or not ids or not cols["id"]:
         return []
     exprs = ", ".join(f'"{cols[c]}"' if cols[c] else "NULL" for c in ("id", "depth", "symbol", "module"))
-    try:
-        with read_only(trace.path) as con:
-            rows = con.execute(f'SELECT {exprs} FROM "{table}" NOT INDEXED WHERE "{cols["id"]}" IN '
-                               "(SELECT value FROM json_each(?))", (json.dumps(ids),)).fetchall()
-    except sqlite3.Error as e:
-        raise BadInput(f"{trace.path}: cannot read table {table} ({e})") from None
+    with bad_table(trace, table), read_only(trace.path) as con:
+        rows = con.execute(f'SELECT {exprs} FROM "{table}" NOT INDEXED WHERE "{cols["id"]}" IN '
+                           "(SELECT value FROM json_each(?))", (json.dumps(ids),)).fetchall()
     if any(not isinstance(v, int) for r in rows for v in r if v is not None):
-        raise BadInput(f"{trace.path}: table {table} holds non-integer values where nsys writes integers "
-                       "(a damaged export?)")
+        raise not_integers(trace, table)
     names = sorted({v for r in rows for v in r[2:] if v is not None})
     strings = dict(sql.run(trace.con, "source/strings_by_id", {"ids": names}).fetchall()) if names else {}
     return sorted(((i, d, strings.get(sy), strings.get(mo)) for i, d, sy, mo in rows),
