@@ -29,6 +29,7 @@ GPU_KIND = {"gpu_memcpy": 0, "gpu_memset": 1, "kernel": 2}
 MEMCPY_NAME = re.compile(r"Memcpy (\w+) \((.+?) -> (.+?)\)")
 PY_FRAME = re.compile(r"(.+)\((\d+)\): (.+)")
 TID_LIMIT = 1 << 24   # nsys's globalTid packs pid and tid in 24 bits each (source/global_tid.sql)
+OWN_TIDS = 1 << 23    # thread ids at or above this (or negative) get one of their own (Events.tid)
 
 
 class Events:
@@ -44,6 +45,7 @@ class Events:
         self.py = {c: array("q") for c in ("global_tid", "start", "end", "py_id", "parent_id", "name_id")}
         self.ops = {c: array("q") for c in ("global_tid", "start", "end", "name_id")}
         self.skipped = 0   # events of a kind we read whose fields are missing or out of range
+        self.tids: dict[tuple[int, int], int] = {}   # (pid, tid as written) -> its own tid, where one was given
 
     def name_id(self, name) -> int:
         name = str(name)
@@ -51,6 +53,18 @@ class Events:
         if got is None:
             got = self.names[name] = len(self.names)
             self.texts.append(_text(name))
+        return got
+
+    def tid(self, pid: int, tid: int) -> int | None:
+        """The thread id kept for a thread of the trace: as written below 2^23 (real Linux thread ids stay below
+        2^22), else one of its own from [2^23, 2^24), so no two threads share one. Older torch.profiler versions
+        wrote the pthread id cut to a signed 32-bit number, often negative (HTA's public traces of 2023 have
+        them): those threads are real and keep their events. None once 2^23 such threads are given out."""
+        if 0 <= tid < OWN_TIDS:
+            return tid
+        got = self.tids.get((pid, tid))
+        if got is None and len(self.tids) < TID_LIMIT - OWN_TIDS:
+            got = self.tids[(pid, tid)] = TID_LIMIT - 1 - len(self.tids)
         return got
 
     def __call__(self, ev: dict) -> None:
@@ -73,10 +87,10 @@ class Events:
             _add(self.gpu, GPU_KIND[cat], start, end, dev, stream, corr, nbytes if _int(nbytes) else -1,
                  self.name_id(ev.get("name", "")))
             return
-        if not (_int(pid) and _int(tid) and 0 <= pid < TID_LIMIT and 0 <= tid < TID_LIMIT):
+        if not (_int(pid) and _int(tid) and 0 <= pid < TID_LIMIT) or (kept := self.tid(pid, tid)) is None:
             self.skipped += 1
             return
-        gtid = pid * TID_LIMIT + tid
+        gtid = pid * TID_LIMIT + kept
         if cat in EVENT_CLASS:
             corr = args.get("correlation")
             if not _int(corr):
@@ -132,6 +146,10 @@ def load(con, path: str, warnings: list[str]) -> dict:
     meta = kineto_json.read(path, events, _progress(path))
     if not events.runtime["start"]:
         raise BadInput(f"{path}: no CUDA runtime events (a Kineto trace captured without ProfilerActivity.CUDA?)")
+    apis = [events.texts[i] for i in set(events.runtime["name_id"])]
+    if not any(a.startswith("cu") for a in apis) and any(a.startswith("hip") for a in apis):
+        raise BadInput(f"{path}: a ROCm (HIP) trace: its API calls are hip* functions, and "
+                       "nsysh2d reads CUDA traces only")
     if events.skipped:
         warnings.append(f"{events.skipped} trace events with missing or out-of-range fields left out")
     names = pa.table({"id": pa.array(range(len(events.texts)), pa.int64()),

@@ -21,6 +21,11 @@ SELECT CASE WHEN EXISTS (SELECT 1 FROM py_site_names)
 CREATE TEMP TABLE stack_name AS
 SELECT CASE WHEN EXISTS (SELECT 1 FROM n.meta_export WHERE name = 'format' AND value = 'kineto')
             THEN 'CPU op stack' ELSE 'native stack' END AS name;
+-- How to capture the stacks and Python call sites this trace lacks, in its own format.
+CREATE TEMP TABLE capture_hint AS
+SELECT CASE WHEN (SELECT name FROM stack_name) = 'CPU op stack'
+            THEN '`torch.profiler.profile(activities=[CPU, CUDA], with_stack=True)` (as `nsysh2d profile --kineto` does)'
+            ELSE '`nsysh2d profile --python-backtrace`' END AS how;
 
 CREATE TEMP TABLE attrib AS
 WITH keys AS (
@@ -75,10 +80,10 @@ a AS (
                -- case looks the same and needs the other fix.
                WHEN (SELECT name FROM framework) = 'torch' AND k.source_class = 'pageable' AND NOT k.has_native
                    THEN '; classed by memory kind alone (no stack in this capture): if the source is a strided '
-                        || 'view of pinned memory, copy its contiguous rows instead; `nsysh2d profile '
-                        || '--python-backtrace` records the stacks that tell them apart, and the Python file:line'
+                        || 'view of pinned memory, copy its contiguous rows instead; ' || (SELECT how FROM capture_hint)
+                        || ' records the stacks that tell them apart, and the Python file:line'
                WHEN (SELECT name FROM framework) = 'torch'
-                   THEN '; for its Python file:line, capture with `nsysh2d profile --python-backtrace`'
+                   THEN '; for its Python file:line, capture with ' || (SELECT how FROM capture_hint)
                WHEN k.native_site IS NULL THEN '; for its call site, capture with nsys --cudabacktrace=memory'
                ELSE '' END AS fix
     FROM k
