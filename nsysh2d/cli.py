@@ -190,7 +190,8 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
 @click.option("--baseline", type=click.Path(dir_okay=False), help="Findings stored by `nsysh2d baseline`: fail on new "
               "long-blocking call sites or growth beyond --tolerance.")
 @click.option("--tolerance", default="10%", show_default=True, help="Growth over the baseline allowed (10% or 0.1).")
-@click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True, help="NVTX ranges that mark one step.")
+@click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
+              help="NVTX ranges that mark one step (with the default and none of them: ProfilerStep#N).")
 @click.option("--warmup-steps", type=click.IntRange(0), default=0, show_default=True,
               help="With step ranges, the rules judge copies made during steps (the steady state); the first N "
                    "steps are warm-up and not judged either.")

@@ -240,7 +240,8 @@ common_report_options = [
                  show_default=True, help="html: one self-contained page with plots (use with -o FILE.html)."),
     click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout."),
     click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
-                 help="Regular expression naming the NVTX ranges that mark one step (per-step figures)."),
+                 help="Regular expression naming the NVTX ranges that mark one step (per-step figures). With the "
+                      "default and no such range, torch.profiler's ProfilerStep#N ranges are the steps."),
     click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs."),
     scheduler_option,
 ]

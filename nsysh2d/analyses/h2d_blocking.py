@@ -7,9 +7,9 @@ from __future__ import annotations
 
 # SQL in Python: one check that DuckDB accepts the step pattern (a $parameter).
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
-from .options import API_GROUPS, Options, check_grouping
+from .options import API_GROUPS, Options, check_grouping, steps_in
 
 TOTAL_KEYS = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes", "gpu_idle_ns")
 # What per-step figures and the "outside steps" figures are made of (by_step rows).
@@ -55,6 +55,8 @@ class Totals:
     calls_without_activity: int = 0
     activity_without_call: int = 0
     merged_calls: int = 0
+    # Copy activity issued before the capture began (its call precedes the trace): not counted, not judged.
+    activity_before_capture: int = 0
     # Copy calls whose host start/end cannot be used (NULL, beyond 2^62 ns, ending before they start): a call
     # all the same, of unknown duration; the gate fails on them too.
     unusable_time_calls: int = 0
@@ -83,6 +85,7 @@ class Totals:
         return cls(**sums, **per, **outside,
                    unclassified_calls=an.get("unclassified", 0), calls_without_activity=an.get("no_activity", 0),
                    activity_without_call=an.get("orphans", 0), merged_calls=an.get("shared_correlation", 0),
+                   activity_before_capture=an.get("before_capture", 0),
                    unusable_time_calls=an.get("bad_duration", 0), disagreeing_calls=an.get("disagreeing_rows", 0),
                    **split)
 
@@ -152,8 +155,7 @@ class Report:
 
 def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     """The report of one copy model with these options."""
-    opts.check()
-    check_pattern(model, opts.step_pattern)
+    opts = _with_steps(model, opts.check())
     from ..model.pipeline import stage
     kinds = group_rows(model, "kind", opts)
     with stage("steps"):
@@ -202,7 +204,7 @@ def group_rows(model, by: str, opts: Options) -> list[dict]:
     check_grouping(by)
     if by == "api":
         return api_rows(model, opts)
-    opts.check()
+    opts = _with_steps(model, opts.check())
     cache = model.summaries
     key = (opts.min_ns, opts.direction, opts.top, opts.calls, opts.step_pattern)
     if key not in cache:
@@ -222,6 +224,12 @@ def top_rows(model, opts: Options) -> list[dict]:
 def api_rows(model, opts: Options) -> list[dict]:
     """Figures per copy API, synchronous and asynchronous (analyses/by_api.sql)."""
     return _backlog_rows(model, opts, "by api", "analyses/by_api", {"min_ns": opts.min_ns, "direction": opts.direction})
+
+
+def _with_steps(model, opts: Options) -> Options:
+    """The options with the step pattern this trace is read with (options.steps_in)."""
+    check_pattern(model, opts.step_pattern)
+    return replace(opts, step_pattern=steps_in(model.rows, opts.step_pattern))
 
 
 def check_pattern(model, pattern: str) -> None:

@@ -29,6 +29,8 @@ COMPARED_GROUPS = ("kind", "class", "site", "nvtx")   # what compare sets side b
 MEMORY_KINDS = ("Pageable", "Pinned", "Device", "Array", "Managed", "Device Static", "Managed Static", "Unknown")
 DEFAULT_MIN_NS = 100_000
 DEFAULT_STEP_PATTERN = r"^step\b"
+# What torch.profiler's prof.step() marks: the steps of a trace with no range the default pattern matches.
+PROFILER_STEP_PATTERN = r"^ProfilerStep#\d+$"
 
 
 @dataclass
@@ -53,6 +55,17 @@ class Options:
     def params(self, **extra) -> dict:
         """The $parameters of the analyses' queries."""
         return {"min_ns": self.min_ns, "direction": self.direction, "calls": self.calls, **extra}
+
+
+def steps_in(rows, pattern: str) -> str:
+    """The step pattern a trace is read with: `pattern`, or ProfilerStep#N where `pattern` is the default and
+    matches no range of the trace but those ranges are there (a torch.profiler schedule's steps). Never both:
+    a trace with "step" ranges and ProfilerStep#N ones would count each step twice. `rows` runs a query on the
+    trace (after the nvtx step)."""
+    if pattern != DEFAULT_STEP_PATTERN:
+        return pattern
+    got = rows("analyses/step_pattern", {"pattern": pattern, "fallback": PROFILER_STEP_PATTERN})[0]
+    return PROFILER_STEP_PATTERN if got["fallback"] and not got["own"] else pattern
 
 
 def check_grouping(by: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .options import steps_in
+
 TOP = 30   # range names kept besides the steps (the most total wall time first)
 
 
@@ -36,6 +38,7 @@ def range_times(path: str, nsys: str | None, use_cache: bool, step_pattern: str,
         trace = Trace.open(path, nsys=nsys, use_cache=use_cache)
         try:
             run_step(trace, next(s for s in PIPELINE if s.name == "nvtx"))
+            step_pattern = steps_in(trace.rows, step_pattern)
             trace.run("analyses/range_sel", {"pattern": step_pattern, "top": top})
             rows = trace.rows("analyses/range_times", {"pattern": step_pattern})
             apis: dict[tuple[str, bool], list[dict]] = {}

@@ -6,6 +6,9 @@ UNION ALL
 SELECT 'orphans', 'memcpy activity rows that no copy API call claims (their call is missing, unnamed in StringIds or not a copy API; not counted)',
        (SELECT COALESCE(sum(activity_without_call), 0) FROM orphan_stats)
 UNION ALL
+SELECT 'before_capture', 'memcpy activity rows issued before the capture began (their call precedes the trace; not counted)',
+       (SELECT COALESCE(sum(before_capture), 0) FROM orphan_stats)
+UNION ALL
 SELECT 'shared_correlation', 'correlationIds shared by several memcpy API calls (a damaged export: one call kept per id)',
        (SELECT shared_correlation FROM copy_stats)
 UNION ALL

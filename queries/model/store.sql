@@ -27,7 +27,7 @@ CREATE TABLE store.copies (global_tid BIGINT, global_pid BIGINT, correlation_id 
 CREATE TABLE store.folded AS SELECT * FROM store.copies WHERE false;
 CREATE TABLE store.fold_stats (memcpy_duplicates BIGINT, shared_correlation BIGINT, api_rows_without_activity BIGINT,
                                disagreeing_rows BIGINT);
-CREATE TABLE store.orphan_stats (activity_without_call BIGINT);
+CREATE TABLE store.orphan_stats (activity_without_call BIGINT, before_capture BIGINT);
 CREATE TABLE store.alloc_raw AS SELECT * FROM store.api_raw WHERE false;
 CREATE TABLE store.alloc_names AS
 SELECT id::INTEGER AS id FROM n.strings
