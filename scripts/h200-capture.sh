@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Captures the committed H200 traces (tests/data/h200/) and the sweep's host-timer table.
 # Runs on the H200 capture host from a checkout; results go to $OUT (default ./h200-out).
+# No stage reads tests/data. A checkout sent to a lent GPU host may be capped in size (64 MiB here), and the
+# committed traces come near it: move tests/data/h200/qwen3vl-*.sqlite aside for that call.
 # usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue check train d2h
 #        qwen-variants qwen-uva-trace capture-cost queue-depth bisect causes rewrites two-proc tp
 set -uo pipefail
