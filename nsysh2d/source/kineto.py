@@ -21,7 +21,7 @@ from array import array
 from contextlib import contextmanager
 
 from ..errors import BadInput
-from . import kineto_json, sql
+from . import kineto_json, kineto_legacy, sql
 from .schema import TIME_LIMIT
 
 EVENT_CLASS = {"cuda_runtime": 0, "cuda_driver": 1}        # known_enums.sql's ids
@@ -46,6 +46,7 @@ class Events:
         self.ops = {c: array("q") for c in ("global_tid", "start", "end", "name_id")}
         self.skipped = 0   # events of a kind we read whose fields are missing or out of range
         self.tids: dict[tuple[int, int], int] = {}   # (pid, tid as written) -> its own tid, where one was given
+        self.stacks = kineto_legacy.Stacks()          # ops' `Call stack`s (torch 1.8-1.9)
 
     def name_id(self, name) -> int:
         name = str(name)
@@ -69,15 +70,20 @@ class Events:
 
     def __call__(self, ev: dict) -> None:
         cat = ev.get("cat")
-        if ev.get("ph") != "X" or not isinstance(cat, str) or cat not in _WANTED:
+        if ev.get("ph") != "X" or not isinstance(cat, str):
+            return
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        legacy = cat in kineto_legacy.CATEGORIES
+        if legacy:
+            cat = kineto_legacy.category(cat, ev.get("name"), args)
+        elif cat not in _WANTED:
             return
         start, dur = _ns(ev.get("ts")), _ns(ev.get("dur"))
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         if start is None or dur is None or dur < 0 or abs(start + dur) > TIME_LIMIT:
             self.skipped += 1
             return
         end = start + dur
-        pid, tid = ev.get("pid"), ev.get("tid")
+        pid, tid = ev.get("pid"), kineto_legacy.thread_id(ev.get("tid")) if legacy else ev.get("tid")
         if cat in GPU_KIND:
             dev, stream, corr = args.get("device", pid), args.get("stream", tid), args.get("correlation")
             if not all(_int(v) for v in (dev, stream, corr)) or not 0 <= dev < 2 ** 31 or not 0 <= stream < 2 ** 31:
@@ -97,10 +103,13 @@ class Events:
                 self.skipped += 1
                 return
             _add(self.runtime, start, end, EVENT_CLASS[cat], gtid, corr, self.name_id(ev.get("name", "")))
-        elif cat == "user_annotation":
-            _add(self.ranges, start, end, gtid, self.name_id(ev.get("name", "")))
-        elif cat == "cpu_op":
-            _add(self.ops, gtid, start, end, self.name_id(ev.get("name", "")))
+        elif cat in ("user_annotation", "cpu_op"):
+            if cat == "cpu_op":
+                _add(self.ops, gtid, start, end, self.name_id(ev.get("name", "")))
+            else:
+                _add(self.ranges, start, end, gtid, self.name_id(ev.get("name", "")))
+            if legacy:
+                self.stacks.add(gtid, start, end, args.get("Call stack"))
         else:   # python_function
             py_id, parent = args.get("Python id"), args.get("Python parent id")
             if not _int(py_id):
@@ -150,6 +159,10 @@ def load(con, path: str, warnings: list[str]) -> dict:
     if not any(a.startswith("cu") for a in apis) and any(a.startswith("hip") for a in apis):
         raise BadInput(f"{path}: a ROCm (HIP) trace: its API calls are hip* functions, and "
                        "nsysh2d reads CUDA traces only")
+    if events.stacks.ids and not events.py["start"]:   # a 2021 trace: its ops' stacks are its Python frames
+        py = events.py
+        events.stacks.frames(events.name_id, lambda *f: _add(py, *f))
+        meta = {**meta, "with_stack": 1}
     if events.skipped:
         warnings.append(f"{events.skipped} trace events with missing or out-of-range fields left out")
     names = pa.table({"id": pa.array(range(len(events.texts)), pa.int64()),
