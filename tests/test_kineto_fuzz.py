@@ -80,3 +80,43 @@ def test_fields_replaced(tmp_path, edits):
         else:
             ev[key] = value
     run(tmp_path, json.dumps(doc).encode())
+
+
+LEGACY_SRC = DATA / "thirdparty" / "kineto-tb-plugin__resnet50_num_workers_0__worker0.1623143566756.pt.trace.json.gz"
+
+
+def small_legacy_trace() -> bytes:
+    """The 2021 layout (tests/test_kineto_legacy.py): the events within 2 ms of one long copy call."""
+    doc = json.loads(gzip.open(LEGACY_SRC, "rt").read())
+    call = next(e for e in doc["traceEvents"] if e.get("name") == "cudaMemcpyAsync" and e["dur"] >= 1000)
+    keep = [e for e in doc["traceEvents"] if e.get("cat") in ("Runtime", "Memcpy", "Kernel", "Operator")
+            and abs(e["ts"] - call["ts"]) <= 2000]
+    doc["traceEvents"] = keep[:400]
+    return json.dumps(doc).encode()
+
+
+LEGACY = small_legacy_trace()
+
+
+@FUZZ
+@given(edits=st.lists(st.tuples(st.integers(0, 399), st.sampled_from(["ts", "dur", "tid", "name", "cat", "args",
+                                                                          "Call stack", "Input Dims"]),
+                                 st.one_of(JUNK, st.sampled_from(["Runtime", "Operator", "", ";", "a(1): f;;b(x): g"]))),
+                      min_size=1, max_size=6))
+def test_legacy_fields_replaced(tmp_path, edits):
+    doc = json.loads(LEGACY)
+    for i, key, value in edits:
+        ev = doc["traceEvents"][i % len(doc["traceEvents"])]
+        if key in ("Call stack", "Input Dims"):
+            if isinstance(ev.get("args"), dict):
+                ev["args"][key] = value
+        else:
+            ev[key] = value
+    run(tmp_path, json.dumps(doc).encode())
+
+
+def test_the_legacy_slice_is_a_report(tmp_path, cli):
+    path = tmp_path / "t.json"
+    path.write_bytes(LEGACY)
+    got = json.loads(cli("analyze", path, "--no-cache", "--format", "json").output)["reports"][0]
+    assert got["totals"]["long_calls"] == 1 and got["top"][0]["site_line"] == "resnet50_profiler_api.py:44"
