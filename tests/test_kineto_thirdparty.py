@@ -130,3 +130,22 @@ def test_the_files_are_not_modified(path, cli):
     before = path.read_bytes()
     cli("analyze", path, "--no-cache")
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("cat", ["mtia_runtime", "xpu_runtime"])
+def test_another_accelerators_trace_is_named_in_one_line(tmp_path, cat):
+    """HTA's MTIA traces hold `mtia_runtime` calls and no CUDA ones: made here from the AlexNet trace by renaming
+    its API categories. One line that names the category, exit 2; with no API calls at all, the old hint."""
+    doc = json.loads(gzip.open(ALEXNET, "rt").read())
+    for e in doc["traceEvents"]:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            e["cat"] = cat
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(doc))
+    r = run_cli("analyze", path, "--no-cache")
+    assert r.returncode == 2 and f"its API calls are '{cat}' events" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    doc["traceEvents"] = [e for e in doc["traceEvents"] if e.get("cat") != cat]
+    path.write_text(json.dumps(doc))
+    r = run_cli("analyze", path, "--no-cache")
+    assert r.returncode == 2 and "without ProfilerActivity.CUDA" in r.stderr, r.stderr

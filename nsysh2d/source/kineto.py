@@ -45,6 +45,7 @@ class Events:
         self.py = {c: array("q") for c in ("global_tid", "start", "end", "py_id", "parent_id", "name_id")}
         self.ops = {c: array("q") for c in ("global_tid", "start", "end", "name_id")}
         self.skipped = 0   # events of a kind we read whose fields are missing or out of range
+        self.other_apis: dict[str, int] = {}   # category -> events, for API categories that are not CUDA's
         self.tids: dict[tuple[int, int], int] = {}   # (pid, tid as written) -> its own tid, where one was given
         self.stacks = kineto_legacy.Stacks()          # ops' `Call stack`s (torch 1.8-1.9)
 
@@ -77,6 +78,8 @@ class Events:
         if legacy:
             cat = kineto_legacy.category(cat, ev.get("name"), args)
         elif cat not in _WANTED:
+            if cat.endswith("_runtime"):   # another accelerator's API calls (mtia_runtime, xpu_runtime)
+                self.other_apis[cat] = self.other_apis.get(cat, 0) + 1
             return
         start, dur = _ns(ev.get("ts")), _ns(ev.get("dur"))
         if start is None or dur is None or dur < 0 or abs(start + dur) > TIME_LIMIT:
@@ -153,6 +156,10 @@ def load(con, path: str, warnings: list[str]) -> dict:
 
     events = Events()
     meta = kineto_json.read(path, events, _progress(path))
+    if not events.runtime["start"] and events.other_apis:
+        other = max(events.other_apis, key=events.other_apis.get)
+        raise BadInput(f"{path}: no CUDA runtime events; its API calls are {_text(other)[:40]!r} events (another "
+                       "accelerator): nsysh2d reads CUDA traces only")
     if not events.runtime["start"]:
         raise BadInput(f"{path}: no CUDA runtime events (a Kineto trace captured without ProfilerActivity.CUDA?)")
     apis = [events.texts[i] for i in set(events.runtime["name_id"])]
