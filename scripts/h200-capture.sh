@@ -152,7 +152,7 @@ for stage in "$@"; do
       # (TP_WORLD=1 runs the same stage on one GPU: a check of the capture, with no collective to wait for)
       n=$(nvidia-smi -L | wc -l); w=${TP_WORLD:-2}
       if [ "$n" -lt "$w" ]; then echo "tp: needs $w GPUs, this host has $n"; continue; fi
-      tp="$work/src/workloads/tp_pair.py"; a="--world $w ${TP_ARGS:---imbalance-ms 5}"
+      tp="$work/src/workloads/tp_pair.py"; a="--world $w ${TP_ARGS:---imbalance-ms 5 --input-tokens 131072}"
       for v in ${TP_VARIANTS:-before after}; do
         clean "$PY" "$tp" --variant $v $a --json-dir "$work/out/tp-host" | tee -a "$OUT/tp-host.txt"
         profile --name tp-$v --no-variants --sample none --cudabacktrace none "$tp" -- --variant $v $a \

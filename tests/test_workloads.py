@@ -148,3 +148,16 @@ def test_tp_pair_ranks_all_reduce_to_the_unsharded_result(tmp_path):
     want = float(x.double().sum())
     sums = [g["checksum"] for v in got for g in got[v]]
     assert max(abs(s - want) for s in sums) <= 1e-4 * max(1.0, abs(want)), (sums, want)
+
+
+def test_tp_pair_copies_more_inputs_than_it_runs_through_the_layers(tmp_path):
+    """--input-tokens sets the copied inputs (M-RoPE positions, the image) apart from the layers' tokens: the
+    copies can pass the pageable staging size without a huge MLP. Fewer inputs than tokens is refused."""
+    pytest.importorskip("torch")
+    base = [sys.executable, str(ROOT / "workloads" / "tp_pair.py"), "--variant", "before", "--world", "1", "--steps",
+            "1", "--warmup", "0", "--hidden", "32", "--tokens", "300", "--image", "256", "--layers", "1",
+            "--device", "cpu", "--json-dir", str(tmp_path)]
+    r = subprocess.run(base + ["--input-tokens", "5000"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "checksum=" in r.stdout, r.stderr
+    r = subprocess.run(base + ["--input-tokens", "200"], capture_output=True, text=True, timeout=120)
+    assert r.returncode != 0 and "not be below --tokens" in r.stderr, r.stderr

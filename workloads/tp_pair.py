@@ -72,11 +72,13 @@ def rank_main(args) -> int:
     w2 = [(torch.randn(shard, args.hidden, generator=g) / shard ** 0.5).to(dev) for _ in range(args.layers)]
     emb = torch.randn(args.tokens, args.hidden, generator=torch.Generator().manual_seed(7)).to(dev)
     grid = qi.grid_for(args.image, args.image)
-    text = args.tokens - grid.tokens
-    if text < 2:
-        raise SystemExit(f"tp_pair: --tokens must exceed the image's {grid.tokens} tokens by 2 or more")
+    inputs = args.input_tokens or args.tokens
+    text = inputs - grid.tokens
+    if text < 2 or inputs < args.tokens:
+        raise SystemExit(f"tp_pair: --input-tokens must exceed the image's {grid.tokens} tokens by 2 or more, and "
+                         "not be below --tokens")
     positions = qi.mrope_positions(text // 2, grid, text - text // 2)
-    mrope = qi.MRopeBuffer(args.tokens, dev, pin=cuda)
+    mrope = qi.MRopeBuffer(inputs, dev, pin=cuda)
     done, mrope_us, vision_us, t0 = [], [], [], None
     for i in range(args.warmup + args.steps):
         measured = i >= args.warmup
@@ -143,7 +145,10 @@ def main(argv=None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--layers", type=int, default=8, help="MLP shards per step, each ended by an all-reduce")
     ap.add_argument("--hidden", type=int, default=4096)
-    ap.add_argument("--tokens", type=int, default=2048, help="tokens per step (the image's tokens and text)")
+    ap.add_argument("--tokens", type=int, default=2048, help="tokens per step through the layers")
+    ap.add_argument("--input-tokens", type=int, default=0,
+                    help="tokens whose inputs are copied per step (the image's and text; default --tokens). A pageable "
+                         "copy waits for the queue only above ~2 MiB: 131072 copies 3 MiB of M-RoPE positions")
     ap.add_argument("--image", type=int, default=1024, help="one square image of this many pixels a side")
     ap.add_argument("--imbalance-ms", type=float, default=0.0, help="extra GPU work on rank 0 per step")
     ap.add_argument("--cycles-per-us", type=float, default=1980.0, help="GPU clock for --imbalance-ms (gpu_clock.py)")
