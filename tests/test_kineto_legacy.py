@@ -99,13 +99,26 @@ def test_categories_threads_and_frames_unit():
     st.add(1, 0, 100, "a.py(5): f;main.py(9): <module>")
     st.add(1, 10, 50, "a.py(5): f;main.py(9): <module>")
     st.add(1, 60, 90, "a.py(6): f;main.py(9): <module>")
+    st.add(1, 200, 300, "b.py(7): g")     # no copy call inside: no frames
+    st.add(2, 0, 100, "c.py(8): h")       # another thread's op: no call on that thread
     names, got = {}, []
-    st.frames(lambda n: names.setdefault(n, len(names)), lambda *f: got.append(f))
+    st.frames(lambda n: names.setdefault(n, len(names)), lambda *f: got.append(f), [(1, 20), (1, 70), (3, 0)])
     by_id = {f[3]: f for f in got}
     text = {v: k for k, v in names.items()}
     assert [(text[f[5]], f[1], f[2], text[by_id[f[4]][5]] if f[4] >= 0 else None) for f in got] == [
         ("main.py(9): <module>", 0, 100, None), ("a.py(5): f", 0, 100, "main.py(9): <module>"),
         ("a.py(6): f", 60, 90, "main.py(9): <module>")]
+
+
+def test_a_deep_stack_keeps_its_innermost_frames():
+    from nsysh2d.source import kineto_legacy as kl
+
+    st = kl.Stacks()
+    st.add(1, 0, 100, ";".join(f"f.py({i}): f{i}" for i in range(100)))   # innermost first
+    names, got = {}, []
+    st.frames(lambda n: names.setdefault(n, len(names)), lambda *f: got.append(f), [(1, 50)])
+    text = {v: k for k, v in names.items()}
+    assert len(got) == kl.MAX_DEPTH and text[got[-1][5]] == "f.py(0): f0" and text[got[0][5]] == "f.py(63): f63"
 
 
 def test_the_file_is_not_modified(cli):

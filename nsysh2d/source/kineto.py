@@ -167,8 +167,10 @@ def load(con, path: str, warnings: list[str]) -> dict:
         raise BadInput(f"{path}: a ROCm (HIP) trace: its API calls are hip* functions, and "
                        "nsysh2d reads CUDA traces only")
     if events.stacks.ids and not events.py["start"]:   # a 2021 trace: its ops' stacks are its Python frames
-        py = events.py
-        events.stacks.frames(events.name_id, lambda *f: _add(py, *f))
+        py, rt = events.py, events.runtime
+        copy_ids = {i for n, i in events.names.items() if n.startswith("cu") and "Memcpy" in n[2:]}   # as the SQL's GLOB
+        calls = [(t, s) for t, s, n in zip(rt["global_tid"], rt["start"], rt["name_id"]) if n in copy_ids]
+        events.stacks.frames(events.name_id, lambda *f: _add(py, *f), calls)
         meta = {**meta, "with_stack": 1}
     if events.skipped:
         warnings.append(f"{events.skipped} trace events with missing or out-of-range fields left out")

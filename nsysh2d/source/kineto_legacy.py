@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import re
 from array import array
+from bisect import bisect_left
 
 _SAME = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 CATEGORIES = {*_SAME, "Runtime", "Operator"}
 _DIGITS = re.compile(r"[0-9]{1,18}")
 _AUTOGRAD = re.compile(r"Backward\d*$")
+MAX_DEPTH = 64   # frames kept of a stack, innermost first (queries/source/kineto_python_stacks.sql walks 64)
 
 
 def category(cat: str, name, args: dict) -> str:
@@ -39,31 +41,51 @@ class Stacks:
     def __init__(self):
         self.cols = {c: array("q") for c in ("global_tid", "start", "end", "stack_id")}
         self.ids: dict[str, int] = {}
+        self.texts: list[str] = []   # by stack id
 
     def add(self, global_tid: int, start: int, end: int, stack) -> None:
         if isinstance(stack, str) and stack:
-            sid = self.ids.setdefault(stack, len(self.ids))
+            sid = self.ids.get(stack)
+            if sid is None:
+                sid = self.ids[stack] = len(self.texts)
+                self.texts.append(stack)
             for col, v in zip(self.cols.values(), (global_tid, start, end, sid)):
                 col.append(v)
 
-    def frames(self, name_id, add) -> None:
+    def frames(self, name_id, add, calls) -> None:
         """Python frames as python_function events would give them: `add(global_tid, start, end, py_id,
-        parent_id, name_id)` for each. Ops are taken per thread in start order (outer before inner); an op
-        shares the frames its stack has in common with the previous op's, outermost first, and those frames
-        last until the end of the last op that shares them, so a call's enclosing frames are one chain of
-        parents, as with_stack's events are today. Two ops in a row from one line share that line's frame."""
-        stacks = [None] * len(self.ids)
-        for text, sid in self.ids.items():
-            stacks[sid] = [name_id(f) for f in reversed(text.split(";")) if f]
+        parent_id, name_id)` for each. Only ops around a copy call count (`calls`: (global_tid, start) of each),
+        as only those frames are ever read: memory follows the copies, not the ops, and each stack keeps its
+        innermost MAX_DEPTH frames (the most the stack query walks). Ops are taken per thread in start order
+        (outer before inner); an op shares the frames its stack has in common with the previous op's, outermost
+        first, and those frames last until the end of the last op that shares them, so a call's enclosing frames
+        are one chain of parents, as with_stack's events are today. Two ops in a row from one line share that
+        line's frame."""
+        starts: dict[int, list[int]] = {}
+        for tid, start in calls:
+            starts.setdefault(tid, []).append(start)
+        for v in starts.values():
+            v.sort()
         c = self.cols
-        order = sorted(range(len(c["start"])), key=lambda i: (c["global_tid"][i], c["start"][i], -c["end"][i]))
+
+        def around_a_call(i: int) -> bool:
+            got = starts.get(c["global_tid"][i])
+            k = bisect_left(got, c["start"][i]) if got else 0
+            return bool(got) and k < len(got) and got[k] <= c["end"][i]
+
+        keep = [i for i in range(len(c["start"])) if around_a_call(i)]
+        keep.sort(key=lambda i: (c["global_tid"][i], c["start"][i], -c["end"][i]))
+        stacks: dict[int, list[int]] = {}
         frames: list[list[int]] = []   # [global_tid, start, end, py_id, parent_id, name_id]
         open_: list[int] = []          # the previous op's frames, outermost first (indices in frames)
         tid = None
-        for i in order:
+        for i in keep:
             if c["global_tid"][i] != tid:
                 tid, open_ = c["global_tid"][i], []
-            stack, start, end = stacks[c["stack_id"][i]], c["start"][i], c["end"][i]
+            sid = c["stack_id"][i]
+            if sid not in stacks:
+                stacks[sid] = [name_id(f) for f in reversed([f for f in self.texts[sid].split(";") if f][:MAX_DEPTH])]
+            stack, start, end = stacks[sid], c["start"][i], c["end"][i]
             k = 0
             while k < min(len(open_), len(stack)) and frames[open_[k]][5] == stack[k]:
                 k += 1
