@@ -227,9 +227,13 @@ def api_rows(model, opts: Options) -> list[dict]:
 
 
 def _with_steps(model, opts: Options) -> Options:
-    """The options with the step pattern this trace is read with (options.steps_in)."""
-    check_pattern(model, opts.step_pattern)
-    return replace(opts, step_pattern=steps_in(model.rows, opts.step_pattern))
+    """The options with the step pattern this trace is read with (options.steps_in), checked and looked up once
+    per pattern and model: analyze() and each group_rows() it makes ask."""
+    key = ("step pattern", opts.step_pattern)
+    if key not in model.summaries:
+        check_pattern(model, opts.step_pattern)
+        model.summaries[key] = steps_in(model.rows, opts.step_pattern)
+    return replace(opts, step_pattern=model.summaries[key])
 
 
 def check_pattern(model, pattern: str) -> None:

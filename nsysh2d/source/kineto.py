@@ -106,19 +106,18 @@ class Events:
                 self.skipped += 1
                 return
             _add(self.runtime, start, end, EVENT_CLASS[cat], gtid, corr, self.name_id(ev.get("name", "")))
-        elif cat in ("user_annotation", "cpu_op"):
-            if cat == "cpu_op":
-                _add(self.ops, gtid, start, end, self.name_id(ev.get("name", "")))
-            else:
-                _add(self.ranges, start, end, gtid, self.name_id(ev.get("name", "")))
-            if legacy:
-                self.stacks.add(gtid, start, end, args.get("Call stack"))
+        elif cat == "user_annotation":
+            _add(self.ranges, start, end, gtid, self.name_id(ev.get("name", "")))
+        elif cat == "cpu_op":
+            _add(self.ops, gtid, start, end, self.name_id(ev.get("name", "")))
         else:   # python_function
             py_id, parent = args.get("Python id"), args.get("Python parent id")
             if not _int(py_id):
                 self.skipped += 1
                 return
             _add(self.py, gtid, start, end, py_id, parent if _int(parent) else -1, self.name_id(ev.get("name", "")))
+        if legacy and cat in ("user_annotation", "cpu_op"):   # 2021 ops and ranges carry their Python stack
+            self.stacks.add(gtid, start, end, args.get("Call stack"))
 
 
 _WANTED = {*EVENT_CLASS, *GPU_KIND, "user_annotation", "python_function", "cpu_op"}

@@ -40,15 +40,11 @@ class Stacks:
 
     def __init__(self):
         self.cols = {c: array("q") for c in ("global_tid", "start", "end", "stack_id")}
-        self.ids: dict[str, int] = {}
-        self.texts: list[str] = []   # by stack id
+        self.ids: dict[str, int] = {}   # stack text -> id, in the order first seen
 
     def add(self, global_tid: int, start: int, end: int, stack) -> None:
         if isinstance(stack, str) and stack:
-            sid = self.ids.get(stack)
-            if sid is None:
-                sid = self.ids[stack] = len(self.texts)
-                self.texts.append(stack)
+            sid = self.ids.setdefault(stack, len(self.ids))
             for col, v in zip(self.cols.values(), (global_tid, start, end, sid)):
                 col.append(v)
 
@@ -66,7 +62,7 @@ class Stacks:
             starts.setdefault(tid, []).append(start)
         for v in starts.values():
             v.sort()
-        c = self.cols
+        c, texts = self.cols, list(self.ids)   # ids are given in insertion order: texts[id] is its stack
 
         def around_a_call(i: int) -> bool:
             got = starts.get(c["global_tid"][i])
@@ -84,7 +80,7 @@ class Stacks:
                 tid, open_ = c["global_tid"][i], []
             sid = c["stack_id"][i]
             if sid not in stacks:
-                stacks[sid] = [name_id(f) for f in reversed([f for f in self.texts[sid].split(";") if f][:MAX_DEPTH])]
+                stacks[sid] = [name_id(f) for f in reversed([f for f in texts[sid].split(";") if f][:MAX_DEPTH])]
             stack, start, end = stacks[sid], c["start"][i], c["end"][i]
             k = 0
             while k < min(len(open_), len(stack)) and frames[open_[k]][5] == stack[k]:
