@@ -10,6 +10,10 @@ FIXES = {
                       "crosses PCIe, and the buffer may be rewritten only after its readers ran)",
     "pinned": "pinned and contiguous: keep it that way (a long call here waited for something else: see the stack)",
     "device": "device-to-device copy: not a host staging problem",
+    "file_backed": "the source is memory-mapped from a file (safetensors/`torch.load(mmap=True)`/`np.memmap`/"
+                   "`torch.from_file`): a pageable copy that may also read the file's pages from disk while the "
+                   "GPU queue drains; materialize it once into pinned memory (`.pin_memory()` after loading, or "
+                   "read the file into a pinned buffer), or stage it through a pinned buffer reused for every tensor",
     "managed": "managed memory: prefetch (cudaMemPrefetchAsync) or use explicit pinned/device buffers",
     "unknown": "no evidence in the trace: capture with --cudabacktrace=memory (and --python-backtrace=cuda)",
 }
