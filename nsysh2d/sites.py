@@ -11,7 +11,7 @@ PY_LIBRARY = re.compile(r"/(site|dist)-packages/|/lib/python3[.\d]*/|^<frozen|^<
 
 # nsysh2d's own frames (the runtime checker's dispatch mode sits between the user's copy and CUDA) are
 # never the user's program.
-OWN = re.compile(r"/nsysh2d/(runtime|cli_check|pytest_plugin|torch_profile)\.py$")
+OWN = re.compile(r"/nsysh2d/(runtime|cli_check|pytest_plugin|torch_profile|capture/site_hook)\.py$")
 
 
 # torch.profiler (Kineto) names a frame's file relative to the sys.path entry it was found under

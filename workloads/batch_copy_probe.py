@@ -48,9 +48,9 @@ def batch_fn():
             continue
         fn.restype = ctypes.c_int
 
-        def call(dst, src, nbytes, order, stream, fn=fn, with_fail=with_fail):
+        def call(dst, src, nbytes, order, stream, hints=(LOC_HOST, LOC_DEVICE), fn=fn, with_fail=with_fail):
             dsts, srcs, sizes = (ctypes.c_uint64 * 1)(dst), (ctypes.c_uint64 * 1)(src), (size_t * 1)(nbytes)
-            attrs = (MemcpyAttributes * 1)(MemcpyAttributes(order, MemLocation(LOC_HOST, 0), MemLocation(LOC_DEVICE, 0), 0))
+            attrs = (MemcpyAttributes * 1)(MemcpyAttributes(order, MemLocation(hints[0], 0), MemLocation(hints[1], 0), 0))
             idxs, fail = (size_t * 1)(0), size_t(0)
             args = [dsts, srcs, sizes, size_t(1), attrs, idxs, size_t(1)]
             if with_fail:
@@ -75,7 +75,20 @@ def main() -> int:
         return 2
     call, symbol = batch_fn()
     cycles = int(args.backlog_ms * 1000 * sleep_cycles_per_us(torch))
-    stream = torch.cuda.current_stream()
+    # The batch API refuses the legacy default stream: every method runs on one created stream.
+    stream = torch.cuda.Stream()
+    torch.cuda.set_stream(stream)
+    hints = (LOC_HOST, LOC_DEVICE)
+    if call:   # which location hints the driver takes (they are ignored for pageable memory, but must be valid)
+        probe_src, probe_dst = torch.ones(16, dtype=torch.int64), torch.empty(16, dtype=torch.int64, device="cuda")
+        tried = {}
+        for h in ((LOC_HOST, LOC_DEVICE), (0, 0), (0, LOC_DEVICE), (LOC_HOST, 0)):
+            tried[str(h)] = call(probe_dst.data_ptr(), probe_src.data_ptr(), 128, ORDERS["batch_stream"], stream.cuda_stream, h)
+            if tried[str(h)] == 0:
+                hints = h
+                break
+        torch.cuda.synchronize()
+        print(f"# location hints tried (CUresult): {tried}")
     methods = ["memcpy_pageable", "memcpy_pinned"] + (list(ORDERS) if call else [])
     runs, errors = [], {}
     for mib in [float(s) for s in args.sizes_mib.split(",")]:
@@ -93,7 +106,7 @@ def main() -> int:
                     dst.copy_(src, non_blocking=True)
                     rc = 0
                 else:
-                    rc = call(dst.data_ptr(), src.data_ptr(), n * 8, ORDERS[m], stream.cuda_stream)
+                    rc = call(dst.data_ptr(), src.data_ptr(), n * 8, ORDERS[m], stream.cuda_stream, hints)
                 t1 = time.perf_counter_ns()
                 torch.cuda.synchronize()
                 t2 = time.perf_counter_ns()
@@ -113,7 +126,7 @@ def main() -> int:
         print(m.ljust(18) + "".join(cells) + f"   {ok}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"symbol": symbol, "backlog_ms": args.backlog_ms, "gpu": torch.cuda.get_device_name(),
+            json.dump({"symbol": symbol, "hints": hints, "backlog_ms": args.backlog_ms, "gpu": torch.cuda.get_device_name(),
                        "torch": torch.__version__, "errors": errors, "runs": runs}, f, indent=1)
     return 0
 

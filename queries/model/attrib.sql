@@ -87,11 +87,12 @@ a AS (
                 ELSE 'srcKind=' || COALESCE(k.src, 'missing') || ', dstKind=' || COALESCE(k.dst, 'missing') END AS evidence,
            f.fix || CASE
                -- Where to look is half the fix: say how to get it where the trace has no file:line.
-               WHEN k.source_class IN ('pinned', 'device', 'unknown') OR k.py_site IS NOT NULL THEN ''
+               WHEN k.py_site IS NOT NULL THEN ''
                -- A trace made with the copy hook names the site of every copy made through PyTorch's tensors.
-               WHEN EXISTS (SELECT 1 FROM hook_calls)
+               WHEN k.direction = 'h2d' AND EXISTS (SELECT 1 FROM hook_calls)
                    THEN '; no call site: this copy did not go through PyTorch''s Tensor.to/.cuda/.copy_ (a C++ '
                         || 'extension, CuPy, or a library calling CUDA itself), which nsysh2d''s copy hook wraps'
+               WHEN k.source_class IN ('pinned', 'device', 'unknown') THEN ''
                -- Classed by memory kind alone (the default capture records no stacks): the strided-pinned
                -- case looks the same and needs the other fix.
                WHEN (SELECT name FROM framework) = 'torch' AND k.source_class = 'pageable' AND NOT k.has_native

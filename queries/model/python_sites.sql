@@ -2,13 +2,18 @@
 -- (--python-backtrace=cuda, or a Kineto trace's Python events: bt_names_frame (py_site_id, site, site_line),
 -- bt_sites_frame (global_pid, correlation_id, py_site_id)), else from the copy hook's range around the call
 -- (hook_calls from hook_sites.sql; hook_names_frame (name, site, site_line, hook_class): each distinct range
--- name parsed once). Backtraces win the site; the hook's class (hook_class: what it saw of the source,
+-- name parsed once). nsys's backtraces win the site (the same call line); a Kineto trace's Python events name only
+-- the function's first line, so there the hook's call line wins. The hook's class (hook_class: what it saw of the source,
 -- pinned_strided or file_backed beyond the memory kind) is kept either way for attrib.sql.
 -- Makes py_site_names (py_site_id, site, site_line, hook_class) and python_sites (global_pid,
 -- correlation_id, py_site_id; at most one row per call). No parameters.
 CREATE TEMP TABLE call_sites AS
+WITH kineto AS (SELECT EXISTS (SELECT 1 FROM n.meta_export WHERE name = 'format' AND value = 'kineto') AS yes)
 SELECT COALESCE(b.global_pid, h.global_pid) AS global_pid, COALESCE(b.correlation_id, h.correlation_id) AS correlation_id,
-       COALESCE(bn.site, hn.site) AS site, COALESCE(bn.site_line, hn.site_line) AS site_line, hn.hook_class
+       CASE WHEN hn.site IS NOT NULL AND (SELECT yes FROM kineto) THEN hn.site ELSE COALESCE(bn.site, hn.site) END AS site,
+       CASE WHEN hn.site IS NOT NULL AND (SELECT yes FROM kineto) THEN hn.site_line
+            ELSE COALESCE(bn.site_line, hn.site_line) END AS site_line,
+       hn.hook_class
 FROM (bt_sites_frame b JOIN bt_names_frame bn USING (py_site_id))
 FULL JOIN (hook_calls h JOIN hook_names_frame hn USING (name))
   ON b.global_pid = h.global_pid AND b.correlation_id = h.correlation_id;
