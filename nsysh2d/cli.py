@@ -52,7 +52,7 @@ for command in (check, api_summary, threshold, cache_clear, recipe_path):
 @profile_options
 @click.argument("target", nargs=-1, type=click.UNPROCESSED, required=True)
 def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabacktrace, sample,
-            python_backtrace, nsys_args, export_args, importer_lib, python_exe, dry_run, kineto, target):
+            python_backtrace, nsys_args, export_args, importer_lib, python_exe, dry_run, sites, kineto, target):
     """Run a workload (or any command) under `nsys profile` and export SQLite.
 
     \b
@@ -68,7 +68,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
     from .nsys import CaptureOptions, ProfileRequest, profile_targets
 
     req = ProfileRequest(list(target), output_dir, name, variants, no_variants, nsys_path, importer_lib, python_exe,
-                         dry_run, kineto)
+                         dry_run, kineto, sites)
     opts = CaptureOptions(trace=trace, cudabacktrace=cudabacktrace, sample=sample, python_backtrace=python_backtrace,
                           extra=list(nsys_args), export_extra=list(export_args))
     return profile_targets(req, opts, echo=note)

@@ -278,6 +278,10 @@ profile_options_list = [
     click.option("--python", "python_exe", default=sys.executable, show_default="this interpreter",
                  help="Interpreter that runs a .py workload."),
     click.option("--dry-run", is_flag=True, help="Print the nsys commands without running them."),
+    click.option("--sites/--no-sites", default=True, show_default=True,
+                 help="Run a .py workload under nsysh2d's copy hook: every copy from CPU memory to a GPU made through "
+                      "PyTorch gets an NVTX range naming its call line and source class (pageable, pinned_strided, "
+                      "file_backed, ...), so the report has them without CPU sampling or backtraces."),
     click.option("--kineto", is_flag=True,
                  help="Capture with torch.profiler instead of nsys (no nsys needed): CPU+CUDA activity with Python "
                       "stacks, NVTX ranges mirrored as record_function ranges; writes NAME.pt.trace.json.gz, which "

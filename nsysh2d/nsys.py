@@ -234,6 +234,7 @@ class ProfileRequest:
     python_exe: str = sys.executable
     dry_run: bool = False
     kineto: bool = False                 # torch.profiler instead of nsys
+    sites: bool = True                   # a .py workload runs under capture/site_hook.py (sites without sampling)
 
 
 def profile_targets(req: ProfileRequest, opts: CaptureOptions, echo) -> int:
@@ -251,7 +252,8 @@ def profile_targets(req: ProfileRequest, opts: CaptureOptions, echo) -> int:
             rest = rest[1:]
         if not os.path.isfile(script):
             raise NsysH2DError(f"{script}: no such workload file", EXIT_BAD_INPUT)
-        base_cmd = [req.python_exe, os.path.abspath(script), *rest]
+        hook = ["-m", "nsysh2d.capture.site_hook"] if req.sites and not req.kineto else []
+        base_cmd = [req.python_exe, *hook, os.path.abspath(script), *rest]
         label = req.name or Path(script).stem
         found = [] if req.no_variants else (req.variants.split(",") if req.variants else workload_variants(script))
     else:
@@ -262,7 +264,7 @@ def profile_targets(req: ProfileRequest, opts: CaptureOptions, echo) -> int:
         if not is_script:
             raise NsysH2DError("--kineto runs a Python workload under torch.profiler: give WORKLOAD.py", EXIT_BAD_INPUT)
         from .torch_profile import capture_runs
-        return capture_runs(runs, Path(req.output_dir), req.dry_run, echo)
+        return capture_runs(runs, Path(req.output_dir), req.dry_run, echo, sites=req.sites)
     if req.dry_run:
         exe = req.nsys_path or os.environ.get("NSYS") or "nsys"
         for lab, cmd in runs:

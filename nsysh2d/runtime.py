@@ -8,7 +8,8 @@
 Inside the `with`, every `non_blocking=True` copy from the CPU to a watched device (`aten._to_copy`,
 `aten.copy_`) is classified by the rules PyTorch's CUDA copy follows (aten/src/ATen/native/cuda/Copy.cu):
 - the source is not pinned: `cudaMemcpyAsync` from pageable memory, which waits for the GPU work queued ahead
-  (class `pageable`);
+  (class `pageable`; `file_backed` when that memory is a file mapping: safetensors or `torch.load(mmap=True)`
+  tensors, `np.memmap`, `torch.from_file`, whose pages may also be read from disk during the copy);
 - the source is pinned but the copy needs a temporary (other strides or dtype than the destination) and
   `src.expand_as(dst).contiguous()` is a new tensor: that temporary is pageable, so the copy waits as well
   (class `pinned_strided`: slices such as `buf[:, :n]`, expanded views);
@@ -30,47 +31,13 @@ import traceback
 from dataclasses import asdict, dataclass, field
 
 from .byte_runs import overlap, runs
+from .capture.copy_class import FileMaps, dense, source_class  # noqa: F401  (dense: part of this module's API)
 from .fixes import FIXES
 from .sites import is_library, site_names
 
-FLAGGED = ("pageable", "pinned_strided")
+FLAGGED = ("pageable", "pinned_strided", "file_backed")
 # torch outside site-packages (a source build) is not the user's program either; sites.is_library has the rest.
 _TORCH = os.sep + "torch" + os.sep
-
-
-def dense(shape, strides) -> bool:
-    """Non-overlapping and dense: the elements fill one block of memory in some order of the dims."""
-    dims = sorted((st, n) for n, st in zip(shape, strides) if n != 1)
-    expected = 1
-    for st, n in dims:
-        if st != expected:
-            return False
-        expected *= n
-    return True
-
-
-def source_class(src_shape, src_strides, src_dtype, pinned: bool, dst_shape, dst_strides, dst_dtype) -> str:
-    """What a non_blocking H2D copy of this source into this destination does (see the module's rules)."""
-    if not pinned:
-        return "pageable"
-    direct = (src_dtype == dst_dtype and tuple(src_shape) == tuple(dst_shape)
-              and tuple(src_strides) == tuple(dst_strides) and dense(src_shape, src_strides))
-    if direct:
-        return "pinned"
-    # The temporary path: src.expand_as(dst).contiguous() is src itself only when that view is contiguous
-    # (expand_as gives new leading dims and broadcast dims stride 0).
-    lead = len(dst_shape) - len(src_shape)
-    expanded = [0] * lead + [st if n == dst_shape[lead + i] else 0 for i, (n, st) in enumerate(zip(src_shape, src_strides))]
-    return "pinned" if _contiguous(dst_shape, expanded) else "pinned_strided"
-
-
-def _contiguous(shape, strides) -> bool:
-    expected = 1
-    for n, st in reversed(list(zip(shape, strides))):
-        if n != 1 and st != expected:
-            return False
-        expected *= n
-    return True
 
 
 @dataclass
@@ -109,6 +76,7 @@ class Checker:
     # pinned sources whose copy may still be in flight: (byte runs, event, copy's site, its line)
     _in_flight: list[tuple] = field(default_factory=list, repr=False)
     _event = None   # makes the event recorded behind a pinned copy; tests give one that needs no GPU
+    _maps: FileMaps = field(default_factory=FileMaps, repr=False)
 
     def __enter__(self):
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -160,6 +128,8 @@ class Checker:
         if not isinstance(src, torch.Tensor) or src.device.type != "cpu":
             return
         cls = source_class(tuple(src.shape), src.stride(), src.dtype, _pinned(src), dst_shape, dst_strides, dtype)
+        if cls == "pageable" and self._maps.is_file(src.data_ptr()):   # a memory-mapped file (safetensors, mmap=True)
+            cls = "file_backed"
         site, line = call_site()
         event = self._record(dst_device(bound, name)) if cls == "pinned" else None
         if event is not None:   # truly async: the GPU reads src later; remember it until the copy is done

@@ -11,7 +11,7 @@ PY_LIBRARY = re.compile(r"/(site|dist)-packages/|/lib/python3[.\d]*/|^<frozen|^<
 
 # nsysh2d's own frames (the runtime checker's dispatch mode sits between the user's copy and CUDA) are
 # never the user's program.
-OWN = re.compile(r"/nsysh2d/(runtime|cli_check|pytest_plugin|torch_profile)\.py$")
+OWN = re.compile(r"/nsysh2d/(runtime|cli_check|pytest_plugin|torch_profile|capture/site_hook)\.py$")
 
 
 # torch.profiler (Kineto) names a frame's file relative to the sys.path entry it was found under
@@ -33,3 +33,30 @@ def is_library(file: str) -> bool:
 def site_names(file: str, function: str, line: int) -> tuple[str, str]:
     tail = "/".join(file.replace("\\", "/").split("/")[-2:])
     return f"{tail}:{function}", f"{tail}:{line}"
+
+
+# `nsysh2d profile` runs the workload with a hook (capture/site_hook.py) that opens an NVTX range around every
+# copy from CPU memory to a GPU made through PyTorch, named `nsysh2d.h2d <class> <function> <parent/file.py:line>`:
+# the call site and source class without sampling. The analysis reads it back here (the name is a trace string:
+# untrusted, parsed, never evaluated).
+HOOK_PREFIX = "nsysh2d.h2d "
+HOOK_CLASSES = ("pageable", "pinned", "pinned_strided", "file_backed")
+
+
+def hook_range_name(source_class: str, function: str, site_line: str) -> str:
+    return f"{HOOK_PREFIX}{source_class} {function.replace(' ', '_') or '?'} {site_line}"
+
+
+def parse_hook_range(name: str) -> tuple[str, str, str] | None:
+    """(source class, site `parent/file.py:function`, site line `parent/file.py:line`) of a hook range's name,
+    or None when it is not one (an unknown class, a missing part, a site line without `:line`)."""
+    if not name or not name.startswith(HOOK_PREFIX):
+        return None
+    parts = name[len(HOOK_PREFIX):].split(" ", 2)
+    if len(parts) != 3 or parts[0] not in HOOK_CLASSES:
+        return None
+    cls, function, site_line = parts
+    tail, sep, line = site_line.rpartition(":")
+    if not sep or not tail or not line.isdigit():
+        return None
+    return cls, f"{tail}:{function}", site_line

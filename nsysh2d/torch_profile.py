@@ -47,7 +47,7 @@ def _mirror_nvtx(torch) -> None:
     nvtx.range_push, nvtx.range_pop = range_push, range_pop
 
 
-def capture(script: str, args: list[str], output: str, with_stack: bool = True) -> int:
+def capture(script: str, args: list[str], output: str, with_stack: bool = True, sites: bool = False) -> int:
     """Run `script ARGS` as __main__ under torch.profiler; write the trace to `output` (gzip when it ends in
     .gz). Returns the script's exit status (the trace is written whatever it is)."""
     import torch
@@ -57,6 +57,9 @@ def capture(script: str, args: list[str], output: str, with_stack: bool = True) 
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
     _mirror_nvtx(torch)
+    if sites:   # each host-to-device copy inside a range naming its call line and class (capture/site_hook.py)
+        from .capture.site_hook import install
+        install()
     status = 0
     argv = sys.argv
     sys.argv = [script, *args]
@@ -99,15 +102,15 @@ def _write(prof, output: str) -> None:
         raise
 
 
-def capture_runs(runs: list[tuple[str, list[str]]], out, dry_run: bool, echo) -> int:
+def capture_runs(runs: list[tuple[str, list[str]]], out, dry_run: bool, echo, sites: bool = True) -> int:
     """`nsysh2d profile --kineto`: each (label, [python, script, args...]) run under this module, in its own
     process, writing OUT/label.pt.trace.json.gz."""
     import subprocess
 
     from .errors import EXIT_OUTPUT_UNWRITABLE, EXIT_WORKLOAD_FAILED, NsysH2DError
 
-    cmds = [(lab, [cmd[0], "-m", "nsysh2d.torch_profile", "-o", str(out / f"{lab}.pt.trace.json.gz"), *cmd[1:]])
-            for lab, cmd in runs]
+    cmds = [(lab, [cmd[0], "-m", "nsysh2d.torch_profile", *([] if sites else ["--no-sites"]), "-o",
+                   str(out / f"{lab}.pt.trace.json.gz"), *cmd[1:]]) for lab, cmd in runs]
     if dry_run:
         for _lab, cmd in cmds:
             echo(" ".join(cmd))
@@ -120,7 +123,7 @@ def capture_runs(runs: list[tuple[str, list[str]]], out, dry_run: bool, echo) ->
     for i, (lab, cmd) in enumerate(cmds, 1):
         echo(f"[{i}/{len(cmds)}] capturing {lab} under torch.profiler", err=True)
         code = subprocess.run(cmd).returncode
-        path = cmd[4]
+        path = cmd[cmd.index("-o") + 1]
         if not os.path.isfile(path):
             raise NsysH2DError(f"{lab}: the workload under torch.profiler exited {code} and wrote no trace",
                                EXIT_WORKLOAD_FAILED)
@@ -140,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-o", "--output", required=True, help="trace to write (.json or .json.gz)")
     ap.add_argument("--no-stack", action="store_true", help="no Python frames (smaller; no call sites)")
+    ap.add_argument("--no-sites", action="store_true",
+                    help="no copy hook (capture/site_hook.py): host-to-device copies get no range naming their call line")
     ap.add_argument("script")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     ns = ap.parse_args(argv)
@@ -154,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print(f"nsysh2d: error: {folder!r}: cannot write the trace there ({e.strerror})", file=sys.stderr)
         return EXIT_OUTPUT_UNWRITABLE
-    status = capture(ns.script, args, ns.output, with_stack=not ns.no_stack)
+    status = capture(ns.script, args, ns.output, with_stack=not ns.no_stack, sites=not ns.no_sites)
     if not os.environ.get("NSYSH2D_QUIET"):
         print(f"nsysh2d: wrote {ns.output}", file=sys.stderr)
     return status

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from ..fixes import FIXES, FIXES_CUDA, FIXES_CUDA_D2H, FIXES_D2H
-from ..sites import is_library, site_names
+from ..sites import is_library, parse_hook_range, site_names
 from ..source import sql
 
 CUDA_INTERNAL = re.compile(r"libcupti|libcuda\.so|libcudart|libnvidia|libnvToolsExt|libnvtx", re.I)
@@ -68,10 +68,11 @@ def python_site(frames: list[tuple[str, str, int]]) -> tuple[str, str] | None:
 
 
 def python_sites(trace) -> None:
-    """Frames py_site_names_frame (py_site_id, site, site_line) and python_sites_frame (global_pid,
-    correlation_id, py_site_id) for model/python_sites.sql: the input adapter gives each call's Python stack
-    (Trace.python_stacks: nsys's backtrace marks, or Kineto's python_function events); each distinct stack is
-    named once (the per-call join is SQL)."""
+    """Frames for model/python_sites.sql: bt_names_frame (py_site_id, site, site_line) and bt_sites_frame
+    (global_pid, correlation_id, py_site_id) from the Python stacks the input adapter gives each call
+    (Trace.python_stacks: nsys's backtrace marks, or Kineto's python_function events), each distinct stack named
+    once; and hook_names_frame (name, site, site_line, hook_class): each distinct range name of the copy hook
+    (model/hook_sites.sql makes hook_calls) parsed once. The per-call joins are SQL."""
     con = trace.con
     marks = sql.run(con, "model/python_marks", {"window_ns": PY_MARK_WINDOW_NS}).fetchall()
     calls, stacks = trace.python_stacks(marks)
@@ -82,9 +83,13 @@ def python_sites(trace) -> None:
         if site:
             site_of_stack[key] = site_ids.setdefault(site, len(site_ids) + 1)
     py = [(p, c, site_of_stack[k]) for p, c, k in calls if k in site_of_stack]
-    trace.frame("py_site_names_frame", ["py_site_id", "site", "site_line"], ["int32", "string", "string"],
+    trace.frame("bt_names_frame", ["py_site_id", "site", "site_line"], ["int32", "string", "string"],
                 [(i, s, line) for (s, line), i in site_ids.items()])
-    trace.frame("python_sites_frame", ["global_pid", "correlation_id", "py_site_id"], ["int64", "int64", "int32"], py)
+    trace.frame("bt_sites_frame", ["global_pid", "correlation_id", "py_site_id"], ["int64", "int64", "int32"], py)
+    sql.run(con, "model/hook_sites")
+    names = [(name, *parsed[1:], parsed[0]) for (name,) in sql.run(con, "model/hook_names").fetchall()
+             if (parsed := parse_hook_range(name)) is not None]   # a name that does not parse names no site
+    trace.frame("hook_names_frame", ["name", "site", "site_line", "hook_class"], ["string"] * 4, names)
 
 
 def native_sites(trace) -> None:

@@ -74,7 +74,8 @@ PIPELINE: tuple[Step, ...] = (
     # The step scans the runtime table: only when some copy activity no call claims exists.
     Step("orphans", ("unclaimed_activity", "n.runtime", "n.strings"), ("orphan_stats",),
          when=(f"SELECT NOT ({ALL_CLAIMED})", "SELECT EXISTS (SELECT 1 FROM unclaimed_activity)")),
-    Step("python_sites", ("calls", "n.nvtx"), ("py_site_names", "python_sites"), prepare=attribution.python_sites),
+    Step("python_sites", ("calls", "n.nvtx", "n.hook_ranges", "hook_calls"), ("py_site_names", "python_sites"),
+         prepare=attribution.python_sites),
     Step("labels", ("calls", "python_sites", "n.mem_kind_enum", "n.copy_kind_enum"),
          ("kind_labels", "api_names", "calls_k")),
     Step("attrib", ("calls_k", "kind_labels", "n.callchains"), ("native_sites", "fixes", "attrib"),

@@ -36,7 +36,7 @@ c AS (
            CASE kl.direction WHEN 'h2d' THEN kl.src_kind_name WHEN 'd2h' THEN kl.dst_kind_name END AS host,
            CASE kl.direction WHEN 'd2h' THEN 'dst' ELSE 'src' END AS side,
            ns.callchain_id IS NOT NULL AS has_native, ns.copy_kernels, ns.copy_frame, ns.site AS native_site,
-           pn.site AS py_site, pn.site_line
+           pn.site AS py_site, pn.site_line, pn.hook_class
     FROM keys k
     JOIN kind_labels kl ON kl.kind_id = k.kind_id
     LEFT JOIN native_sites ns ON ns.callchain_id = k.callchain_id
@@ -47,6 +47,10 @@ k AS (
         CASE WHEN direction IN ('h2d', 'd2h') THEN
                  CASE WHEN host = 'Pinned' THEN 'pinned'
                       WHEN host = 'Pageable' AND has_native AND copy_kernels >= 2 THEN 'pinned_strided'
+                      -- What the copy hook saw of the source (capture/site_hook.py), where no stack says more.
+                      WHEN host = 'Pageable' AND direction = 'h2d' AND hook_class = 'file_backed' THEN 'file_backed'
+                      WHEN host = 'Pageable' AND direction = 'h2d' AND NOT has_native
+                           AND hook_class = 'pinned_strided' THEN 'pinned_strided'
                       WHEN host = 'Pageable' THEN 'pageable'
                       WHEN host LIKE 'Managed%' THEN 'managed'
                       WHEN host LIKE 'Device%' THEN 'device'
@@ -63,7 +67,15 @@ a AS (
            k.site_line,
            CASE WHEN k.py_site IS NOT NULL THEN 'python' WHEN k.native_site IS NOT NULL THEN 'native' END AS site_origin,
            k.source_class,
-           CASE WHEN k.source_class = 'pinned_strided'
+           CASE WHEN k.hook_class IS NOT NULL AND k.source_class IN ('pinned_strided', 'file_backed', 'pageable')
+                    AND NOT k.has_native AND k.direction = 'h2d'
+                    THEN 'srcKind=Pageable; nsysh2d''s copy hook saw ' || CASE k.source_class
+                         WHEN 'pinned_strided' THEN 'a strided view of pinned memory (copied through a pageable contiguous temporary)'
+                         WHEN 'file_backed' THEN 'a source in a file mapping (memory-mapped file)'
+                         ELSE 'an unpinned source' END
+                WHEN k.source_class = 'file_backed'
+                    THEN 'srcKind=Pageable; nsysh2d''s copy hook saw a source in a file mapping (memory-mapped file)'
+                WHEN k.source_class = 'pinned_strided'
                     THEN k.side || 'Kind=Pageable and ' || k.copy_frame || ' x' || k.copy_kernels ||
                          ' on the ' || (SELECT name FROM stack_name) || ': a strided ' || CASE k.side WHEN 'dst' THEN 'destination' ELSE 'source' END
                          || ' copied through a pageable contiguous temporary'
@@ -75,7 +87,12 @@ a AS (
                 ELSE 'srcKind=' || COALESCE(k.src, 'missing') || ', dstKind=' || COALESCE(k.dst, 'missing') END AS evidence,
            f.fix || CASE
                -- Where to look is half the fix: say how to get it where the trace has no file:line.
-               WHEN k.source_class IN ('pinned', 'device', 'unknown') OR k.py_site IS NOT NULL THEN ''
+               WHEN k.py_site IS NOT NULL THEN ''
+               -- A trace made with the copy hook names the site of every copy made through PyTorch's tensors.
+               WHEN k.direction = 'h2d' AND EXISTS (SELECT 1 FROM hook_calls)
+                   THEN '; no call site: this copy did not go through PyTorch''s Tensor.to/.cuda/.copy_ (a C++ '
+                        || 'extension, CuPy, or a library calling CUDA itself), which nsysh2d''s copy hook wraps'
+               WHEN k.source_class IN ('pinned', 'device', 'unknown') THEN ''
                -- Classed by memory kind alone (the default capture records no stacks): the strided-pinned
                -- case looks the same and needs the other fix.
                WHEN (SELECT name FROM framework) = 'torch' AND k.source_class = 'pageable' AND NOT k.has_native

@@ -1,0 +1,1 @@
+"""Capture: what runs beside the user's workload while it is profiled (torch only: no duckdb, polars or rich)."""
