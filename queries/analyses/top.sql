@@ -1,5 +1,8 @@
 -- top: the $limit longest calls (host-side duration) with host_ns >= $min_ns, with everything that
--- explains them. Parameters: $min_ns, $direction, $calls, $limit.
+-- explains them. Parameters: $min_ns, $direction, $calls, $limit, $pattern (the step-range expression).
+-- in_step: a range of the call's NVTX path matches $pattern (the gate lists only such calls when it judges
+-- steps). Matched here, by DuckDB's RE2 (linear time): Python's re never runs a pattern from the command line
+-- or the checkout on a trace's names (a backtracking pattern against a crafted range name hung the gate).
 -- gpu_idle_ns: how long the call's device ran no kernel, memset or graph replay during the call.
 -- queued_ahead, cause: see model/backlog.sql and rules.sql (queue_full, call_cause).
 -- device_backlog_ns: until all work the device had started before this copy's GPU start ended
@@ -17,7 +20,9 @@ t AS (
            -- why it was long (rules.sql)
            call_cause(api_end, gpu_start, gpu_end, host_ns, backlog_ns, queued_ahead, sync,
                       'Pageable' IN (src_kind_name, dst_kind_name)) AS cause,
-           evidence, fix, gpu_start
+           evidence, fix, gpu_start,
+           COALESCE(list_bool_or(list_transform(string_split(nvtx_path, ' > '), p -> regexp_matches(p, $pattern))),
+                    false) AS in_step
     FROM copies_x
     WHERE selected(direction, sync, $direction, $calls) AND is_long(host_ns, $min_ns)
     ORDER BY host_ns DESC, api_start
