@@ -21,8 +21,8 @@ def _kind_ok(kind, rules: Rules) -> bool:
 
 def _scope(rep: dict, rules: Rules):
     """(rows judged, rows outside, steps judged, words): with step ranges, only copies during steps past the
-    warm-up count (the steady state); without, every copy. Whether a top call ran in a step range is the
-    report's own `in_step` (matched by DuckDB's RE2): the pattern is never run here by Python's re."""
+    warm-up count (the steady state); without, every copy. The step a listed call ran in is the report's own
+    (top.sql, matched by DuckDB's RE2): Python's re never runs the pattern on a trace's names here."""
     steps, by_step = rep["steps"]["steps"], rep.get("by_step")
     kinds = [r for r in rep["by_kind"] if _kind_ok(r["src_kind"], rules)]
     if not steps or by_step is None:
@@ -35,7 +35,7 @@ def _scope(rep: dict, rules: Rules):
     info = sum(r[rules.count_key] for r in outside)
     words = (f"; judged: copies during {n} of {steps} step ranges{skip}"
              + (f"; {info} {rules.what} copies outside them not judged" if info else ""))
-    return judged, outside, n, words, lambda t: bool(t.get("in_step"))
+    return judged, outside, n, words, lambda t: t.get("step") is not None and t["step"] >= rules.warmup_steps
 
 
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:

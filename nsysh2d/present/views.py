@@ -46,7 +46,7 @@ EMPTY_CSV_KEYS = {
     "calls": ("api_start_ns", "host_ns", "gpu_ns", "bytes", "src_kind", "dst_kind", "source_class", "waited_for_gpu",
               "site", "site_line", "nvtx_range", "nvtx_path", "api_name", "api", "sync", "pid", "tid", "device",
               "stream", "backlog_ns", "gpu_idle_ns", "wait_ns", "rest_ns", "queued_ahead", "cause", "evidence", "fix",
-              "in_step", "device_backlog_ns", "collective_ns_ahead")}
+              "device_backlog_ns", "collective_ns_ahead", "step")}
 
 
 @dataclass
