@@ -128,6 +128,7 @@ _DAMAGE = re.compile(r"malformed|disk image|not a database|file is encrypted|cor
                      r"Conversion Error|Invalid unicode|invalid UTF-8|Mismatch Type|Out of Range", re.I)
 
 
+_OVERFLOW = re.compile(r"out of range for the destination type INT64|Overflow in (addition|subtraction|multipl)", re.I)
 _WRONG_KIND = re.compile(r"Mismatch Type|Could not convert|Conversion Error|Invalid unicode|invalid UTF-8", re.I)
 
 
@@ -145,6 +146,9 @@ def damaged_input(path: str, e: Exception, what: str | None = None):
         where = first_bad_value(path) if is_sqlite(path) else None
         if where:
             return BadInput(f"{path}: {where} (damaged or not as nsys writes it)")
+    if _OVERFLOW.search(str(e)):   # times or sizes just below 2^62/2^63: each one fits, their sums do not
+        return BadInput(f"{path}: its times or sizes add up beyond 64-bit integers (values near 2^62 ns or 2^63: "
+                        "damaged or not as nsys writes it; not judged)")
     part = f"{what} " if what else ""
     why = "a value that is not valid UTF-8 (invalid unicode)" if undecodable else first_line(e, 200)
     return BadInput(f"{path}: {part}damaged or not as nsys writes it ({why})")
