@@ -25,6 +25,19 @@ def find_pyproject(start: Path | None = None) -> Path | None:
     return None
 
 
+def _load(p: Path, what: str) -> dict:
+    """The TOML file, or one line saying why not: a pull request's pyproject may nest arrays or tables
+    thousands deep (tomllib recurses), hold integers of thousands of digits or text that is not UTF-8."""
+    from .errors import first_line
+
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise BadInput(f"{p}: cannot read {what} (values nested too deeply)") from None
+    except (OSError, ValueError) as e:   # UnicodeDecodeError and tomllib's errors are ValueErrors
+        raise BadInput(f"{p}: cannot read {what} ({first_line(e, 200)})") from None
+
+
 def scheduler_setting(given: str | None) -> str | None:
     """--scheduler (or $NSYSH2D_SCHEDULER, which click reads), else None: the local process pool.
 
@@ -36,10 +49,7 @@ def scheduler_setting(given: str | None) -> str | None:
     p = find_pyproject()
     if p is None:
         return None
-    try:
-        table = tomllib.loads(p.read_text(encoding="utf-8")).get("tool", {}).get("nsysh2d", {})
-    except (OSError, ValueError) as e:
-        raise BadInput(f"{p}: cannot read [tool.nsysh2d] ({e})") from None
+    table = _load(p, "[tool.nsysh2d]").get("tool", {}).get("nsysh2d", {})
     if isinstance(table, dict) and "scheduler" in table:
         raise BadInput(f"{p}: [tool.nsysh2d] scheduler is not read from a project file (the checkout must not "
                        "choose where nsysh2d connects); pass --scheduler or set NSYSH2D_SCHEDULER")
@@ -53,10 +63,7 @@ def gate_settings(path: Path | None = None) -> tuple[dict, Path | None]:
     from .source.files import check_regular
 
     check_regular(p, "the settings file")
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise BadInput(f"{p}: cannot read [tool.nsysh2d.gate] ({e})") from None
+    data = _load(p, "[tool.nsysh2d.gate]")
     section = data
     for key in ("tool", "nsysh2d", "gate"):
         section = section.get(key, {})

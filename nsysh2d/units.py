@@ -5,6 +5,7 @@ import re
 
 from .errors import BadInput
 
+MAX_NS = 2.0 ** 62   # the timestamps' own bound (source/schema.py TIME_LIMIT)
 _UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
@@ -16,7 +17,10 @@ def parse_duration(text) -> int:
         raise BadInput(f"bad duration {text!r}: use a number with ns, us, ms or s (e.g. 100us, 1 ms)")
     if m.group(2) is None and float(m.group(1)) != 0:
         raise BadInput(f"bad duration {text!r}: give its unit, e.g. '{m.group(1)}us' or '{m.group(1)}ms'")
-    return int(round(float(m.group(1)) * _UNITS[m.group(2) or "ns"]))
+    ns = float(m.group(1)) * _UNITS[m.group(2) or "ns"]
+    if not ns < MAX_NS:   # thousands of digits read as inf; a span of 146 years is no setting
+        raise BadInput(f"bad duration {str(text)[:40]!r}: at most 2^62 ns (146 years)")
+    return int(round(ns))
 
 
 def parse_fraction(text) -> float:

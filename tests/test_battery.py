@@ -206,7 +206,6 @@ def test_an_altered_cache_entry_is_not_served(tmp_path):
     (["analyze", REAL, "--top", "100000000000000000000"], {}, "--top"),
     (["analyze", REAL, "--step-pattern", "(?<=a)b", "--no-cache"], {}, "--step-pattern"),
     (["analyze", REAL, "--no-cache"], {"NSYSH2D_MEMORY_LIMIT": "lots"}, "NSYSH2D_MEMORY_LIMIT"),
-    (["analyze", REAL], {"COLUMNS": "-3"}, "COLUMNS"),
 ])
 def test_bad_settings_are_one_line_exit_2(args, env, words):
     r = run_cli(*args, env=env)

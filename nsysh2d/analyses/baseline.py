@@ -38,9 +38,14 @@ def read_baseline(path: str | None) -> dict | None:
     check_regular(path, "the baseline")
     try:
         with open(path, encoding="utf-8") as f:
-            base = json.load(f)
+            base = json.load(f, parse_constant=_no_constant, parse_int=_bounded_int)
     except OSError as e:
         raise NsysH2DError(f"{path}: cannot read baseline ({e.strerror})", EXIT_BAD_INPUT) from None
+    except RecursionError:
+        raise NsysH2DError(f"{path}: not a baseline file (values nested too deeply)", EXIT_BAD_INPUT) from None
+    except _Refused as e:
+        raise NsysH2DError(f"{path}: not a baseline as 'nsysh2d baseline' writes it ({e}); remake it",
+                           EXIT_BAD_INPUT) from None
     except ValueError:
         raise NsysH2DError(f"{path}: not a baseline file (invalid JSON)", EXIT_BAD_INPUT) from None
     if not isinstance(base, dict) or base.get("nsysh2d_baseline") != 1:
@@ -50,6 +55,24 @@ def read_baseline(path: str | None) -> dict | None:
         raise NsysH2DError(f"{path}: not a baseline as 'nsysh2d baseline' writes it ({problem}); remake it",
                            EXIT_BAD_INPUT)
     return base
+
+
+class _Refused(ValueError):
+    pass
+
+
+def _no_constant(name: str):
+    """NaN and Infinity are JSON to Python, never to 'nsysh2d baseline': a NaN time compares false with
+    everything, which switched the growth rule off."""
+    raise _Refused(f"{name} is not a number a baseline holds")
+
+
+def _bounded_int(digits: str) -> int:
+    """Integers of at most 19 digits (every figure fits INT64): thousands of digits are refused, not
+    converted (the conversion is quadratic, and their quotients overflow a float)."""
+    if len(digits.lstrip("-")) > 19:
+        raise _Refused(f"an integer of {len(digits)} digits")
+    return int(digits)
 
 
 def _shape_problem(base: dict) -> str | None:
@@ -65,10 +88,11 @@ def _shape_problem(base: dict) -> str | None:
             if key != "by_kind" and not isinstance(r.get("group"), str):
                 return f"a {key} row without a group name"
             for k in ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns"):
-                if k in r and (isinstance(r[k], bool) or not isinstance(r[k], number) or r[k] < 0):
+                if k in r and (isinstance(r[k], bool) or not isinstance(r[k], number) or not 0 <= r[k] < 2 ** 63):
                     return f"{key} {k} = {r[k]!r}"
     steps = base.get("steps", {})
-    if not isinstance(steps, dict) or not isinstance(steps.get("steps", 0), int):
+    if not isinstance(steps, dict) or not isinstance(steps.get("steps", 0), int) or isinstance(steps.get("steps"), bool) \
+            or not 0 <= steps.get("steps", 0) < 2 ** 63:
         return "steps is not {steps: N}"
     if "accepted" in base and not isinstance(base["accepted"], str):
         return "accepted is not text"

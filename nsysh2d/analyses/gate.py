@@ -21,9 +21,8 @@ def _kind_ok(kind, rules: Rules) -> bool:
 
 def _scope(rep: dict, rules: Rules):
     """(rows judged, rows outside, steps judged, words): with step ranges, only copies during steps past the
-    warm-up count (the steady state); without, every copy."""
-    import re
-
+    warm-up count (the steady state); without, every copy. The step a listed call ran in is the report's own
+    (top.sql, matched by DuckDB's RE2): Python's re never runs the pattern on a trace's names here."""
     steps, by_step = rep["steps"]["steps"], rep.get("by_step")
     kinds = [r for r in rep["by_kind"] if _kind_ok(r["src_kind"], rules)]
     if not steps or by_step is None:
@@ -36,9 +35,7 @@ def _scope(rep: dict, rules: Rules):
     info = sum(r[rules.count_key] for r in outside)
     words = (f"; judged: copies during {n} of {steps} step ranges{skip}"
              + (f"; {info} {rules.what} copies outside them not judged" if info else ""))
-    pat = re.compile(rep["steps"]["pattern"])
-    in_step = lambda t: any(pat.search(p) for p in (t.get("nvtx_path") or "").split(" > "))  # noqa: E731
-    return judged, outside, n, words, in_step
+    return judged, outside, n, words, lambda t: t.get("step") is not None and t["step"] >= rules.warmup_steps
 
 
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
@@ -190,6 +187,25 @@ class GateResult:
 
 
 # ------------------------------------------------------------------------------------ settings
+def whole(v, key: str) -> int:
+    """A count setting: a whole number 0 .. 2^62 (TOML's 1.5, inf, nan, true or "3" are refused, not rounded)."""
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= 2 ** 62:
+        raise ValueError(f"{key} is a whole number from 0 to 2^62")
+    return v
+
+
+def text(v) -> str:
+    if not isinstance(v, str):
+        raise ValueError("text in quotes")
+    return v
+
+
+def _shown(v) -> str:
+    """A setting's value for a one-line message: short, whatever the file holds."""
+    text = repr(v) if isinstance(v, (str, int, float, bool)) and len(str(v)) < 200 else f"<{type(v).__name__}>"
+    return text.encode("ascii", "backslashreplace").decode()
+
+
 @dataclass
 class GateSettings:
     """Every gate setting, with its command-line default; `resolve` applies [tool.nsysh2d.gate]."""
@@ -207,10 +223,10 @@ class GateSettings:
     warmup_steps: int = 0
     fail_causes: tuple = ()
 
-    CONVERT = {"warmup_steps": int, "max_long_calls": int, "count": str, "min_duration": parse_duration,
-               "max_blocked_per_step": parse_duration, "max_gpu_idle_per_step": parse_duration, "direction": str, "calls": str, "baseline": str,
+    CONVERT = {"warmup_steps": lambda v: whole(v, "warmup-steps"), "max_long_calls": lambda v: whole(v, "max-long-calls"), "count": text, "min_duration": parse_duration,
+               "max_blocked_per_step": parse_duration, "max_gpu_idle_per_step": parse_duration, "direction": text, "calls": text, "baseline": text,
                "tolerance": lambda v: (parse_fraction(str(v)), str(v))[1],
-               "step_pattern": str, "kinds": lambda v: tuple([v] if isinstance(v, str) else v),
+               "step_pattern": text, "kinds": lambda v: tuple([v] if isinstance(v, str) else v),
                "fail_causes": lambda v: tuple([v] if isinstance(v, str) else v)}
 
     @classmethod
@@ -223,24 +239,19 @@ class GateSettings:
             if name not in from_command_line and key in conf:
                 try:
                     values[name] = convert(conf[key])
-                except (TypeError, ValueError, NsysH2DError) as e:
-                    raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {conf[key]!r} ({e})") from None
+                except (TypeError, ValueError, OverflowError, RecursionError, NsysH2DError) as e:
+                    raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {_shown(conf[key])} ({e})") from None
         if "baseline" not in from_command_line and conf.get("baseline") and conf_path is not None:
             # A path in pyproject.toml is relative to that file, wherever the gate runs from.
             from pathlib import Path
             values["baseline"] = str(Path(conf_path).parent / str(conf["baseline"]))
         s = cls(**{k: v for k, v in values.items() if k in cls.CONVERT})
         s.kinds = check_kinds(s.kinds)
-        if "max_long_calls" not in from_command_line and "max-long-calls" in conf:
-            v = conf["max-long-calls"]
-            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-                raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] max-long-calls = {v!r} (a whole number "
-                                   ">= 0)", EXIT_BAD_INPUT)
         parse_fraction(s.tolerance)
         for key, value, allowed in (("count", s.count, ("blocking", "long")), ("direction", s.direction, DIRECTIONS),
                                     ("calls", s.calls, CALLS)):
             if str(value).lower() not in allowed:
-                raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {value!r} (use one of "
+                raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {_shown(value)} (use one of "
                                    f"{', '.join(allowed)})", EXIT_BAD_INPUT)
         s.count, s.direction, s.calls = s.count.lower(), s.direction.lower(), s.calls.lower()
         bad = [c for c in s.fail_causes if c not in CAUSES]

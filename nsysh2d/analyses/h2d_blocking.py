@@ -218,7 +218,8 @@ def group_rows(model, by: str, opts: Options) -> list[dict]:
 
 def top_rows(model, opts: Options) -> list[dict]:
     """The longest calls with everything that explains them (analyses/top.sql)."""
-    return _backlog_rows(model, opts, "top calls", "analyses/top", opts.params(limit=opts.top))
+    opts = _with_steps(model, opts.check())
+    return _backlog_rows(model, opts, "top calls", "analyses/top", opts.params(limit=opts.top, pattern=opts.step_pattern))
 
 
 def api_rows(model, opts: Options) -> list[dict]:

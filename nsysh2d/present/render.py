@@ -160,19 +160,19 @@ def column_widths(columns: list[Column], cells: list[list[str]], width: int) -> 
 
 def terminal_width(file=None) -> int:
     import os
-    import shutil
     import sys
 
-    from ..errors import BadInput
-
-    cols = os.environ.get("COLUMNS")
-    if cols is not None:
-        if not cols.strip().isdigit() or not 20 <= int(cols) <= 10_000:
-            raise BadInput(f"bad COLUMNS={cols!r}: a terminal width from 20 to 10000")
+    # $COLUMNS is the shell's, not a setting of the run: one that is no width from 20 to 10000 (abc, -5,
+    # 99999999) is ignored, as if unset, rather than stopping the run.
+    cols = (os.environ.get("COLUMNS") or "").strip()
+    if cols.isascii() and cols.isdigit() and len(cols) <= 5 and 20 <= int(cols) <= 10_000:
         return int(cols)
     out = file or sys.stdout
     if hasattr(out, "isatty") and out.isatty():
-        return shutil.get_terminal_size((160, 24)).columns
+        try:   # the terminal's own width (shutil.get_terminal_size would take $COLUMNS again)
+            return min(max(os.get_terminal_size(out.fileno()).columns, 20), 10_000) or 160
+        except (OSError, ValueError, AttributeError):
+            return 160
     return 160
 
 

@@ -33,6 +33,22 @@ def _errors(errors) -> dict:
     return {"errors": [{"path": p, "error": m, "exit_code": c} for p, m, c in errors]} if errors else {}
 
 
+# The CSV header of a table a report has no rows of (no copies): the same as a full one's, whose columns are
+# its queries' (analyses/summary.sql, by_api.sql, top.sql; tests/test_trust_values.py checks them against a
+# real export's). The report keeps a row of its own, path only, under that header.
+_FIGURES = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "gpu_idle_ns", "total_ns", "p50_ns",
+            "p99_ns", "max_ns", "bytes", "long_ns_in_steps", "blocking_calls_in_steps", "blocking_ns_in_steps",
+            "gpu_idle_ns_in_steps", "src_kinds", "fix", "site_origins")
+EMPTY_CSV_KEYS = {
+    "kind": ("src_kind", "dst_kind", *_FIGURES), "group": ("group", *_FIGURES),
+    "api": ("api", "sync", "calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "gpu_idle_ns",
+            "total_ns", "p50_ns", "max_ns", "bytes"),
+    "calls": ("api_start_ns", "host_ns", "gpu_ns", "bytes", "src_kind", "dst_kind", "source_class", "waited_for_gpu",
+              "site", "site_line", "nvtx_range", "nvtx_path", "api_name", "api", "sync", "pid", "tid", "device",
+              "stream", "backlog_ns", "gpu_idle_ns", "wait_ns", "rest_ns", "queued_ahead", "cause", "evidence", "fix",
+              "device_backlog_ns", "collective_ns_ahead", "step")}
+
+
 @dataclass
 class AnalyzeView(View):
     reports: list
@@ -51,7 +67,9 @@ class AnalyzeView(View):
         if self.csv_table == "totals":
             return [{"path": r.path, "steps": r.steps.steps, **vars(r.totals)} for r in self.reports]
         table = {"calls": lambda r: r.top}.get(self.csv_table, lambda r: r.group(self.by))
-        return [{"path": r.path, **row} for r in self.reports for row in (table(r) or [{}])]
+        name = "calls" if self.csv_table == "calls" else self.by if self.by in ("kind", "api") else "group"
+        empty = dict.fromkeys(EMPTY_CSV_KEYS[name])
+        return [{"path": r.path, **row} for r in self.reports for row in (table(r) or [empty])]
 
     def html(self) -> str:
         from .html import analyze_html

@@ -128,15 +128,30 @@ _DAMAGE = re.compile(r"malformed|disk image|not a database|file is encrypted|cor
                      r"Conversion Error|Invalid unicode|invalid UTF-8|Mismatch Type|Out of Range", re.I)
 
 
+_OVERFLOW = re.compile(r"out of range for the destination type INT64|Overflow in (addition|subtraction|multipl)", re.I)
+_WRONG_KIND = re.compile(r"Mismatch Type|Could not convert|Conversion Error|Invalid unicode|invalid UTF-8", re.I)
+
+
 def damaged_input(path: str, e: Exception, what: str | None = None):
     """A BadInput naming the file (and `what` of it, when the caller knows) when `e` is damage in it (see
     _DAMAGE), else None (a bug: exit 70)."""
     from ..errors import BadInput, first_line
 
-    if isinstance(e, (MemoryError, KeyboardInterrupt)) or not _DAMAGE.search(str(e)):
+    # DuckDB's message quoting a value that is not UTF-8 fails to decode: that too is the file's damage.
+    undecodable = isinstance(e, UnicodeDecodeError)
+    if isinstance(e, (MemoryError, KeyboardInterrupt)) or not (undecodable or _DAMAGE.search(str(e))):
         return None
+    if undecodable or _WRONG_KIND.search(str(e)):
+        from .schema import first_bad_value   # which table: DuckDB's message names only the column
+        where = first_bad_value(path) if is_sqlite(path) else None
+        if where:
+            return BadInput(f"{path}: {where} (damaged or not as nsys writes it)")
+    if _OVERFLOW.search(str(e)):   # times or sizes just below 2^62/2^63: each one fits, their sums do not
+        return BadInput(f"{path}: its times or sizes add up beyond 64-bit integers (values near 2^62 ns or 2^63: "
+                        "damaged or not as nsys writes it; not judged)")
     part = f"{what} " if what else ""
-    return BadInput(f"{path}: {part}damaged or not as nsys writes it ({first_line(e, 200)})")
+    why = "a value that is not valid UTF-8 (invalid unicode)" if undecodable else first_line(e, 200)
+    return BadInput(f"{path}: {part}damaged or not as nsys writes it ({why})")
 
 
 @contextmanager

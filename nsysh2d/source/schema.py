@@ -197,3 +197,48 @@ def read_meta(con) -> dict:
                        "WHERE name LIKE '%COLLECT_PYTHON_BACKTRACES'").fetchone()[0]
     return {"format": "nsys-sqlite", "nsys_version": kv.get("EXPORT_PRODUCT_VERSION"),
             "schema_version": kv.get("EXPORT_SCHEMA_VERSION"), "gpu": gpu, "python_backtrace": bool(pybt)}
+
+
+def first_bad_value(path: str) -> str | None:
+    """Which table and column of an nsys export hold a value of another kind than nsys writes there (text or
+    a BLOB where integers belong, a BLOB or text that is not UTF-8 where text belongs), or None. Asked only
+    after a read failed on such a value: DuckDB's message names the column, not its table, and one quoting
+    bytes that are not UTF-8 cannot even be decoded. SQLite reads the file itself, read-only and immutable
+    (no side file is looked at)."""
+    import sqlite3
+    from urllib.parse import quote
+
+    try:
+        con = sqlite3.connect(f"file:{quote(path)}?mode=ro&immutable=1", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        tables = {t: {r[1] for r in con.execute(f'PRAGMA table_info("{t}")')} for t in names if '"' not in t}
+        con.text_factory = bytes   # the values as stored: text that is not UTF-8 is what is looked for
+        for view in VIEWS:
+            table, cols = source_columns(tables, view)
+            for out, src in cols.items() if table else ():
+                want = "text" if out in TYPES else "integer"
+                if src is None:
+                    continue
+                row = con.execute(f'SELECT typeof("{src}") FROM "{table}" NOT INDEXED '
+                                  f"WHERE typeof(\"{src}\") NOT IN ('{want}', 'null') LIMIT 1").fetchone()
+                if row:
+                    return f'table {table} column "{src}" holds a {row[0].decode()} value where nsys writes {want}'
+                if want == "text" and _not_utf8(con, table, src):
+                    return f'table {table} column "{src}" holds text that is not valid UTF-8 (invalid unicode)'
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
+    return None
+
+
+def _not_utf8(con, table: str, col: str) -> bool:
+    for (value,) in con.execute(f'SELECT "{col}" FROM "{table}" NOT INDEXED WHERE typeof("{col}") = \'text\''):
+        try:
+            value.decode("utf-8")
+        except UnicodeDecodeError:
+            return True
+    return False

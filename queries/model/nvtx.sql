@@ -31,16 +31,23 @@ ASOF LEFT JOIN r p ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND 
 
 DROP TABLE nvtx_ranges_id;   -- early: the step's peak memory is what it holds at once
 
+-- Bounded for ranges nested thousands deep (a crafted file): a path stops growing at 2048 characters, ending
+-- ' > …' (their total size grew with the square of the depth: 10,000 deep was over 600 MB, out of memory), and
+-- the recursion at depth 512 (one join per level: 10,000 levels took 9 s); a deeper range's path is
+-- '… > ' and its own name.
 CREATE TEMP TABLE nvtx_tree AS
 WITH RECURSIVE paths(id, path) AS (
     SELECT id, name FROM nvtx_parent WHERE parent_id IS NULL
     UNION ALL
-    SELECT c.id, p.path || ' > ' || c.name FROM nvtx_parent c JOIN paths p ON p.id = c.parent_id
+    SELECT c.id, CASE WHEN length(p.path) < 2048 THEN p.path || ' > ' || c.name
+                      WHEN p.path LIKE '% > …' THEN p.path ELSE p.path || ' > …' END
+    FROM nvtx_parent c JOIN paths p ON p.id = c.parent_id
+    WHERE c.depth <= 512
 )
-SELECT c.id, c.global_tid, c.start, c."end", c.name, c.depth, c.parent_id, p.path,
+SELECT c.id, c.global_tid, c.start, c."end", c.name, c.depth, c.parent_id, COALESCE(p.path, '… > ' || c.name) AS path,
        -- name_g: one number per distinct name (0: none), what summary.sql groups on
        (CASE WHEN c.name IS NULL THEN 0 ELSE dense_rank() OVER (ORDER BY c.name) END)::INTEGER AS name_g
-FROM nvtx_parent c JOIN paths p ON p.id = c.id;
+FROM nvtx_parent c LEFT JOIN paths p ON p.id = c.id;
 
 -- nvtx_events: per thread and time, the innermost range open right after every range start/end at
 -- that time (NULL: none): after a start, that range; after an end, its parent. One ASOF join on
