@@ -31,11 +31,15 @@ ASOF LEFT JOIN r p ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND 
 
 DROP TABLE nvtx_ranges_id;   -- early: the step's peak memory is what it holds at once
 
+-- A path names at most the outermost 32 ranges, then ' > … > ' and the range's own name: ranges nested thousands
+-- deep made paths whose total length grew as the square of the depth (out of memory at 5,000).
 CREATE TEMP TABLE nvtx_tree AS
-WITH RECURSIVE paths(id, path) AS (
-    SELECT id, name FROM nvtx_parent WHERE parent_id IS NULL
+WITH RECURSIVE paths(id, path, head, n) AS (
+    SELECT id, name, name, 1 FROM nvtx_parent WHERE parent_id IS NULL
     UNION ALL
-    SELECT c.id, p.path || ' > ' || c.name FROM nvtx_parent c JOIN paths p ON p.id = c.parent_id
+    SELECT c.id, CASE WHEN p.n < 32 THEN p.path || ' > ' || c.name ELSE p.head || ' > … > ' || c.name END,
+           CASE WHEN p.n < 32 THEN p.path || ' > ' || c.name ELSE p.head END, p.n + 1
+    FROM nvtx_parent c JOIN paths p ON p.id = c.parent_id
 )
 SELECT c.id, c.global_tid, c.start, c."end", c.name, c.depth, c.parent_id, p.path,
        -- name_g: one number per distinct name (0: none), what summary.sql groups on
