@@ -10,7 +10,6 @@ import json
 import os
 import resource
 import subprocess
-import sys
 import zlib
 
 import pytest
@@ -261,7 +260,7 @@ def test_many_nested_ops_around_many_calls_stay_bounded(tmp_path):
 
 # ---------------------------------------------------------------- class 5: hostile values, never exit 70
 
-def _with_args(path, tmp_path, args, name="t.json"):
+def _with_args(tmp_path, args, name="t.json"):
     doc = load(PROBE)
     doc["traceEvents"].append({"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 1, "dur": 1,
                                "args": "ARGS"})
@@ -269,7 +268,7 @@ def _with_args(path, tmp_path, args, name="t.json"):
 
 
 def test_deep_nesting_is_one_line(tmp_path):
-    path, text = _with_args(PROBE, tmp_path, '{"a": ' * 100_000 + "1" + "}" * 100_000)
+    path, text = _with_args(tmp_path, '{"a": ' * 100_000 + "1" + "}" * 100_000)
     path.write_text(text)
     one_line(run("analyze", path), "nested")
 
@@ -277,7 +276,7 @@ def test_deep_nesting_is_one_line(tmp_path):
 def test_integers_of_thousands_of_digits(tmp_path):
     """5,000 digits is past Python's limit on converting integers (it was a traceback); 4,000 is a number out of
     range where a time or id is read: a report (the event left out with a warning) or one line."""
-    path, text = _with_args(PROBE, tmp_path, '{"big": ' + "9" * 5000 + "}")
+    path, text = _with_args(tmp_path, '{"big": ' + "9" * 5000 + "}")
     path.write_text(text)
     one_line(run("analyze", path), "digits")
     doc = load(PROBE)

@@ -49,7 +49,7 @@ class Events:
         self.other_apis: dict[str, int] = {}   # category -> events, for API categories that are not CUDA's
         self.tids: dict[tuple[int, int], int] = {}   # (pid, tid as written) -> its own tid, where one was given
         self.stacks = kineto_legacy.Stacks()          # ops' `Call stack`s (torch 1.8-1.9)
-        self.pairs = kineto_forms.Pairs(path, _begin)  # "B"/"E" events, paired once the array is read
+        self.pairs = kineto_forms.Pairs(path, _read)   # "B"/"E" events, paired once the array is read
 
     def name_id(self, name) -> int:
         name = str(name)
@@ -72,12 +72,14 @@ class Events:
         return got
 
     def __call__(self, ev: dict, span: tuple[int, int] | None = None) -> None:
+        """One event of traceEvents; `span`: (start, duration) in ns of a "B"/"E" pair (kineto_forms.Pairs)."""
         cat, ph = ev.get("cat"), ev.get("ph")
         if ph in ("B", "E"):
             self.pairs.add(ev, _ns(kineto_forms.number(ev.get("ts"))))
             return
         if ph != "X" or not isinstance(cat, str):
             return
+        ev = kineto_forms.numbers(ev)
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         legacy = cat in kineto_legacy.CATEGORIES
         if legacy:
@@ -86,8 +88,6 @@ class Events:
             if cat.endswith("_runtime"):   # another accelerator's API calls (mtia_runtime, xpu_runtime)
                 self.other_apis[cat] = self.other_apis.get(cat, 0) + 1
             return
-        ev = kineto_forms.numbers(ev)
-        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         start, dur = span or (_ns(ev.get("ts")), _ns(ev.get("dur")))
         if start is None or dur is None or dur < 0 or abs(start + dur) > TIME_LIMIT:
             return self.skip(cat, ev)
@@ -121,23 +121,19 @@ class Events:
         if legacy and cat in ("user_annotation", "cpu_op"):   # 2021 ops and ranges carry their Python stack
             self.stacks.add(gtid, start, end, args.get("Call stack"))
 
-
     def skip(self, cat: str, ev: dict) -> None:
+        """An event left out; a copy or copy call among them leaves a copy the gate cannot judge."""
         self.skipped += 1
         if cat == "gpu_memcpy" or (cat in EVENT_CLASS and "Memcpy" in str(ev.get("name"))):
             self.unjudged += 1
 
 
-def _begin(ev: dict) -> dict | None:
-    """What the reader uses of a "B" event (kineto_forms.Pairs holds it until its "E")."""
-    if not isinstance(ev.get("cat"), str):
-        return None
-    args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-    return {"ph": "X", "cat": ev["cat"], "name": ev.get("name"), "pid": ev.get("pid"), "tid": ev.get("tid"),
-            "args": {k: args[k] for k in (*kineto_forms.ARGS, *kineto_legacy.ARGS) if k in args}}
-
-
 _WANTED = {*EVENT_CLASS, *GPU_KIND, "user_annotation", "python_function", "cpu_op"}
+
+
+def _read(cat: str) -> bool:
+    """Is an event of this category read (or counted, for another accelerator's API calls)?"""
+    return cat in _WANTED or cat in kineto_legacy.CATEGORIES or cat.endswith("_runtime")
 
 
 def _int(v) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ..errors import BadInput
+from . import kineto_legacy
 
 # A JSON number spelled as a string, short enough to be a time or an id (no blanks, no hex, no "inf"/"nan").
 _NUMBER = re.compile(r"-?[0-9]{1,24}(\.[0-9]{1,24})?([eE][+-]?[0-9]{1,3})?")
@@ -41,9 +42,9 @@ class Pairs:
     time order (file order among equal times), an "E" ends the latest "B" still open; the "E"'s args add to the
     "B"'s. Only what the reader uses of a "B" is held."""
 
-    def __init__(self, path: str, keep):
+    def __init__(self, path: str, read):
         self.path = path
-        self.keep = keep          # keep(ev) -> the part of a "B" event worth holding, or None
+        self.read = read          # read(category) -> whether the reader reads events of it
         self.threads: dict = {}   # (pid, tid) -> [(ts ns, order, ev or None, is_begin)]
         self.count = 0
 
@@ -57,6 +58,15 @@ class Pairs:
         held = self.keep(ev) if begin else (ev.get("args") if isinstance(ev.get("args"), dict) else None)
         key = (_hashable(ev.get("pid")), _hashable(ev.get("tid")))
         self.threads.setdefault(key, []).append((ts, self.count, held, begin))
+
+    def keep(self, ev: dict) -> dict | None:
+        """What the reader uses of a "B" event of a category it reads."""
+        cat = ev.get("cat")
+        if not isinstance(cat, str) or not self.read(cat):
+            return None
+        args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+        return {"ph": "X", "cat": cat, "name": ev.get("name"), "pid": ev.get("pid"), "tid": ev.get("tid"),
+                "args": {k: args[k] for k in (*ARGS, *kineto_legacy.ARGS) if k in args}}
 
     def complete(self, emit) -> None:
         """emit(begin event, start ns, end ns) for every pair; refuses an "E" with nothing open and a "B" never
@@ -85,4 +95,4 @@ def _hashable(v):
 
 
 def _show(v) -> str:
-    return repr(v)[:40]
+    return str(v) if type(v) in (int, float) else "not a number"
