@@ -258,6 +258,28 @@ def test_many_nested_ops_around_many_calls_stay_bounded(tmp_path):
     assert got["totals"]["calls_without_activity"] == n
 
 
+def test_many_copy_calls_under_one_python_stack_stay_bounded(tmp_path):
+    """300,000 copy calls (a 49 MB file) after the program's last Python frames, under 16 nested ops: each call's
+    Python stack was walked and written out per call (19 M rows: out of memory, exit 70). Each distinct stack
+    is walked and written once now: a report, the copies and their sites as in the original."""
+    doc = load(PROBE)
+    want = truth(doc)
+    rt = next(e for e in doc["traceEvents"] if e.get("cat") == "cuda_runtime")
+    pid, tid = rt["pid"], rt["tid"]
+    t0 = max(e["ts"] + e.get("dur", 0) for e in doc["traceEvents"] if isinstance(e.get("ts"), (int, float))) + 10
+    n = 300_000
+    for i in range(16):
+        doc["traceEvents"].append({"ph": "X", "cat": "cpu_op", "name": f"aten::op{i}", "pid": pid, "tid": tid,
+                                   "ts": t0 + i * 0.001, "dur": 2 * n, "args": {}})
+    for i in range(n):
+        doc["traceEvents"].append({"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": pid,
+                                   "tid": tid, "ts": t0 + 1 + i, "dur": 0.5, "args": {"correlation": 10_000_000 + i}})
+    got = analyze(write(doc, tmp_path / "calls.json"))
+    assert (got["totals"]["calls"], got["totals"]["long_calls"]) == want
+    assert got["totals"]["calls_without_activity"] == n
+    assert {t["site_line"] for t in got["top"]} == {t["site_line"] for t in analyze(PROBE)["top"]}
+
+
 # ---------------------------------------------------------------- class 5: hostile values, never exit 70
 
 def _with_args(tmp_path, args, name="t.json"):

@@ -284,7 +284,9 @@ def python_stacks(con) -> tuple[list[tuple], dict]:
     rows = sql.run(con, "source/kineto_python_stacks").fetchall()
     calls, stacks = {}, {}
     for gpid, corr, key, depth, name in rows:
-        calls[(gpid, corr)] = key
+        if depth is None:   # a call and its stack; the frames of each stack follow once
+            calls[(gpid, corr)] = key
+            continue
         m = PY_FRAME.fullmatch(name or "")
         if m:   # built-in methods and C functions name no file: never the user's frame
             stacks.setdefault(key, []).append((depth, (m.group(3), m.group(1), int(m.group(2)))))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from array import array
 
-MAX_DEPTH = 64   # ops kept of each call's stack, innermost first (as kineto_legacy keeps of a Python stack)
+MAX_DEPTH = 16   # ops kept of each call's stack, innermost first (real traces: 2-3; each becomes a row per call)
 WALK = 256       # stack entries read for one call
 
 

@@ -10,7 +10,7 @@ CREATE TEMP TABLE kineto_copy_kind AS SELECT * FROM (VALUES
 CREATE TEMP TABLE kineto_pids AS
 SELECT correlation_id, min(global_pid_of(global_tid)) AS global_pid FROM k_runtime GROUP BY ALL;
 -- The CPU ops around each copy call on its thread, innermost first (k_chains: one sweep per thread in
--- kineto_ops.py, at most 64 a call; a join of ops against calls grew as their product): the call's stack
+-- kineto_ops.py, at most 16 a call; a join of ops against calls grew as their product): the call's stack
 -- (n.callchains), with one callchain id per call, as nsys gives a call with a backtrace.
 CREATE TEMP VIEW kineto_chains AS SELECT global_tid, correlation_id, symbol, depth FROM k_chains;
 CREATE TEMP TABLE kineto_chain_ids AS
