@@ -21,7 +21,7 @@ from array import array
 from contextlib import contextmanager
 
 from ..errors import BadInput
-from . import kineto_json, kineto_legacy, sql
+from . import kineto_forms, kineto_json, kineto_legacy, kineto_ops, sql
 from .schema import TIME_LIMIT
 
 EVENT_CLASS = {"cuda_runtime": 0, "cuda_driver": 1}        # known_enums.sql's ids
@@ -35,7 +35,7 @@ OWN_TIDS = 1 << 23    # thread ids at or above this (or negative) get one of the
 class Events:
     """What the analyses need of each event, kept as typed arrays (8 bytes a value), names as ids."""
 
-    def __init__(self):
+    def __init__(self, path: str = ""):
         self.names: dict[str, int] = {}   # as the JSON spells them -> id
         self.texts: list[str] = []          # by id, as valid text (_text)
         self.runtime = {c: array("q") for c in ("start", "end", "event_class", "global_tid", "correlation_id", "name_id")}
@@ -45,9 +45,11 @@ class Events:
         self.py = {c: array("q") for c in ("global_tid", "start", "end", "py_id", "parent_id", "name_id")}
         self.ops = {c: array("q") for c in ("global_tid", "start", "end", "name_id")}
         self.skipped = 0   # events of a kind we read whose fields are missing or out of range
+        self.unjudged = 0  # of them, GPU copies and copy calls: the gate cannot judge every copy
         self.other_apis: dict[str, int] = {}   # category -> events, for API categories that are not CUDA's
         self.tids: dict[tuple[int, int], int] = {}   # (pid, tid as written) -> its own tid, where one was given
         self.stacks = kineto_legacy.Stacks()          # ops' `Call stack`s (torch 1.8-1.9)
+        self.pairs = kineto_forms.Pairs(path, _read)   # "B"/"E" events, paired once the array is read
 
     def name_id(self, name) -> int:
         name = str(name)
@@ -69,10 +71,15 @@ class Events:
             got = self.tids[(pid, tid)] = TID_LIMIT - 1 - len(self.tids)
         return got
 
-    def __call__(self, ev: dict) -> None:
-        cat = ev.get("cat")
-        if ev.get("ph") != "X" or not isinstance(cat, str):
+    def __call__(self, ev: dict, span: tuple[int, int] | None = None) -> None:
+        """One event of traceEvents; `span`: (start, duration) in ns of a "B"/"E" pair (kineto_forms.Pairs)."""
+        cat, ph = ev.get("cat"), ev.get("ph")
+        if ph in ("B", "E"):
+            self.pairs.add(ev, _ns(kineto_forms.number(ev.get("ts"))))
             return
+        if ph != "X" or not isinstance(cat, str):
+            return
+        ev = kineto_forms.numbers(ev)
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
         legacy = cat in kineto_legacy.CATEGORIES
         if legacy:
@@ -81,30 +88,26 @@ class Events:
             if cat.endswith("_runtime"):   # another accelerator's API calls (mtia_runtime, xpu_runtime)
                 self.other_apis[cat] = self.other_apis.get(cat, 0) + 1
             return
-        start, dur = _ns(ev.get("ts")), _ns(ev.get("dur"))
+        start, dur = span or (_ns(ev.get("ts")), _ns(ev.get("dur")))
         if start is None or dur is None or dur < 0 or abs(start + dur) > TIME_LIMIT:
-            self.skipped += 1
-            return
+            return self.skip(cat, ev)
         end = start + dur
         pid, tid = ev.get("pid"), kineto_legacy.thread_id(ev.get("tid")) if legacy else ev.get("tid")
         if cat in GPU_KIND:
             dev, stream, corr = args.get("device", pid), args.get("stream", tid), args.get("correlation")
             if not all(_int(v) for v in (dev, stream, corr)) or not 0 <= dev < 2 ** 31 or not 0 <= stream < 2 ** 31:
-                self.skipped += 1
-                return
+                return self.skip(cat, ev)
             nbytes = args.get("bytes")
             _add(self.gpu, GPU_KIND[cat], start, end, dev, stream, corr, nbytes if _int(nbytes) else -1,
                  self.name_id(ev.get("name", "")))
             return
         if not (_int(pid) and _int(tid) and 0 <= pid < TID_LIMIT) or (kept := self.tid(pid, tid)) is None:
-            self.skipped += 1
-            return
+            return self.skip(cat, ev)
         gtid = pid * TID_LIMIT + kept
         if cat in EVENT_CLASS:
             corr = args.get("correlation")
             if not _int(corr):
-                self.skipped += 1
-                return
+                return self.skip(cat, ev)
             _add(self.runtime, start, end, EVENT_CLASS[cat], gtid, corr, self.name_id(ev.get("name", "")))
         elif cat == "user_annotation":
             _add(self.ranges, start, end, gtid, self.name_id(ev.get("name", "")))
@@ -113,14 +116,24 @@ class Events:
         else:   # python_function
             py_id, parent = args.get("Python id"), args.get("Python parent id")
             if not _int(py_id):
-                self.skipped += 1
-                return
+                return self.skip(cat, ev)
             _add(self.py, gtid, start, end, py_id, parent if _int(parent) else -1, self.name_id(ev.get("name", "")))
         if legacy and cat in ("user_annotation", "cpu_op"):   # 2021 ops and ranges carry their Python stack
             self.stacks.add(gtid, start, end, args.get("Call stack"))
 
+    def skip(self, cat: str, ev: dict) -> None:
+        """An event left out; a copy or copy call among them leaves a copy the gate cannot judge."""
+        self.skipped += 1
+        if cat == "gpu_memcpy" or (cat in EVENT_CLASS and "Memcpy" in str(ev.get("name"))):
+            self.unjudged += 1
+
 
 _WANTED = {*EVENT_CLASS, *GPU_KIND, "user_annotation", "python_function", "cpu_op"}
+
+
+def _read(cat: str) -> bool:
+    """Is an event of this category read (or counted, for another accelerator's API calls)?"""
+    return cat in _WANTED or cat in kineto_legacy.CATEGORIES or cat.endswith("_runtime")
 
 
 def _int(v) -> bool:
@@ -149,12 +162,14 @@ def _table(cols: dict, int32=()):
     return pa.table({c: pa.array(v, type=pa.int32() if c in int32 else pa.int64()) for c, v in cols.items()})
 
 
-def load(con, path: str, warnings: list[str]) -> dict:
-    """Read the trace at `path` into the tables k_* of `con` and build the views n.*; returns the metadata."""
+def load(con, path: str, warnings: list[str], inconsistencies: list[str] | None = None) -> dict:
+    """Read the trace at `path` into the tables k_* of `con` and build the views n.*; returns the metadata. GPU
+    copies and copy calls left out (unusable fields) go to `inconsistencies` too: the gate cannot judge them."""
     import pyarrow as pa
 
-    events = Events()
+    events = Events(path)
     meta = kineto_json.read(path, events, _progress(path))
+    events.pairs.complete(lambda ev, start, end: events(ev, (start, end - start)))
     if not events.runtime["start"] and events.other_apis:
         other = max(events.other_apis, key=events.other_apis.get)
         raise BadInput(f"{path}: no CUDA runtime events; its API calls are {_text(other)[:40]!r} events (another "
@@ -165,17 +180,21 @@ def load(con, path: str, warnings: list[str]) -> dict:
     if not any(a.startswith("cu") for a in apis) and any(a.startswith("hip") for a in apis):
         raise BadInput(f"{path}: a ROCm (HIP) trace: its API calls are hip* functions, and "
                        "nsysh2d reads CUDA traces only")
+    rt = events.runtime
+    copy_ids = {i for n, i in events.names.items() if n.startswith("cu") and "Memcpy" in n[2:]}   # as the SQL's GLOB
+    calls = [(t, s, e, c) for t, s, e, c, n in zip(rt["global_tid"], rt["start"], rt["end"], rt["correlation_id"],
+                                                   rt["name_id"]) if n in copy_ids]
     if events.stacks.ids and not events.py["start"]:   # a 2021 trace: its ops' stacks are its Python frames
-        py, rt = events.py, events.runtime
-        copy_ids = {i for n, i in events.names.items() if n.startswith("cu") and "Memcpy" in n[2:]}   # as the SQL's GLOB
-        calls = [(t, s) for t, s, n in zip(rt["global_tid"], rt["start"], rt["name_id"]) if n in copy_ids]
-        events.stacks.frames(events.name_id, lambda *f: _add(py, *f), calls)
+        events.stacks.frames(events.name_id, lambda *f: _add(events.py, *f), [c[:2] for c in calls])
         meta = {**meta, "with_stack": 1}
     if events.skipped:
         warnings.append(f"{events.skipped} trace events with missing or out-of-range fields left out")
+    if events.unjudged and inconsistencies is not None:
+        inconsistencies.append(f"{events.unjudged} GPU copies or copy calls with unusable fields (missing, not "
+                               "numbers or out of range) left out: not judged")
     names = pa.table({"id": pa.array(range(len(events.texts)), pa.int64()),
                       "value": pa.array(events.texts, pa.string())})
-    kinds = [(i, *m.groups()) for n, i in events.names.items() if (m := MEMCPY_NAME.fullmatch(n))]
+    kinds = [(i, *m.groups()) for i, n in enumerate(events.texts) if (m := MEMCPY_NAME.fullmatch(n))]   # valid text
     copy_names = pa.table({"name_id": pa.array([k[0] for k in kinds], pa.int64()),
                            "copy_kind": pa.array([k[1] for k in kinds], pa.string()),
                            "src_kind": pa.array([k[2] for k in kinds], pa.string()),
@@ -187,7 +206,8 @@ def load(con, path: str, warnings: list[str]) -> dict:
             "with_stack": _text(meta.get("with_stack"))}
     frames = {"k_strings": names, "k_copy_names": copy_names, "k_runtime": _table(events.runtime, ("event_class",)),
               "k_gpu": _table(events.gpu, ("kind", "device_id", "stream_id")), "k_ranges": _table(events.ranges),
-              "k_py": _table(events.py), "k_ops": _table(events.ops),
+              "k_py": _unique_ids(path, _table(events.py)), "k_ops": _table(events.ops),
+              "k_chains": _table(kineto_ops.chains(events.ops, calls)),
               "k_meta": pa.table({"name": list(info), "value": list(info.values())},
                                  schema=pa.schema([("name", pa.string()), ("value", pa.string())])),
               "k_gpu_info": pa.table({"name": pa.array(gpus, pa.string())})}
@@ -208,6 +228,15 @@ def load(con, path: str, warnings: list[str]) -> dict:
                         "record CUDA driver copy calls such as cuMemcpyHtoDAsync_v2; capture with nsys to judge them)")
     return {"nsys_version": None, "schema_version": info["schema_version"], "gpu": gpus[0] if gpus else None,
             "python_backtrace": False, "format": "kineto", "python_frames": info["with_stack"] == "1"}
+
+
+def _unique_ids(path: str, py):
+    """torch gives each python_function event its own "Python id": stacks are walked by them (parent to parent),
+    and one id shared by many events would make that walk fan out over all of them."""
+    if py.num_rows and py.group_by(["global_tid", "py_id"]).aggregate([]).num_rows < py.num_rows:
+        raise BadInput(f"{path}: python_function events share a \"Python id\" on one thread (torch gives each event "
+                       "its own): their Python stacks cannot be told apart")
+    return py
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -255,7 +284,9 @@ def python_stacks(con) -> tuple[list[tuple], dict]:
     rows = sql.run(con, "source/kineto_python_stacks").fetchall()
     calls, stacks = {}, {}
     for gpid, corr, key, depth, name in rows:
-        calls[(gpid, corr)] = key
+        if depth is None:   # a call and its stack; the frames of each stack follow once
+            calls[(gpid, corr)] = key
+            continue
         m = PY_FRAME.fullmatch(name or "")
         if m:   # built-in methods and C functions name no file: never the user's frame
             stacks.setdefault(key, []).append((depth, (m.group(3), m.group(1), int(m.group(2)))))

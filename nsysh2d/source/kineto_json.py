@@ -12,11 +12,17 @@ import codecs
 import gzip
 import json
 import re
+import sys
 import zlib
 
 from ..errors import BadInput
 
 CHUNK = 1 << 22   # 4 MiB of text per read
+MAX_VALUE = 1 << 26   # one event (or metadata value) of more than 64 MiB of text is no trace's: refused
+# A gzip stream may expand to 256 MiB of text, and past that to 100x the compressed bytes read (real traces: 9-30x);
+# more is a compressed bomb, refused before its text costs minutes (docs/robustness.md).
+EXPANSION_FLOOR = 1 << 28
+MAX_EXPANSION = 100
 GZIP_MAGIC = b"\x1f\x8b"
 _NON_BLANK = re.compile(r"[^ \t\r\n\ufeff]")   # a BOM reads as blank
 
@@ -51,19 +57,21 @@ class _Text:
         self.path = path
         f = open(path, "rb")
         self.raw = f
-        self.stream = gzip.GzipFile(fileobj=f) if f.read(2) == GZIP_MAGIC else f
+        self.gz = f.read(2) == GZIP_MAGIC
+        self.stream = gzip.GzipFile(fileobj=f) if self.gz else f
         f.seek(0)
+        self.read_bytes = 0
         self.decoder = codecs.getincrementaldecoder("utf-8")("strict")
         self.buf = ""
         self.pos = 0
         self.eof = False
         self.progress = progress
 
-    def more(self) -> bool:
+    def more(self, size: int = CHUNK) -> bool:
         if self.eof:
             return False
         try:
-            data = self.stream.read(CHUNK)
+            data = self.stream.read(size)
         except (EOFError, zlib.error, gzip.BadGzipFile) as e:
             raise BadInput(f"{self.path}: damaged or truncated gzip stream ({e or 'ends early'})") from None
         try:
@@ -72,6 +80,10 @@ class _Text:
             raise BadInput(f"{self.path}: not UTF-8 text (not a Kineto JSON trace)") from None
         if not data:
             self.eof = True
+        self.read_bytes += len(data)
+        if self.gz and self.read_bytes > max(EXPANSION_FLOOR, MAX_EXPANSION * self.raw.tell()):
+            raise BadInput(f"{self.path}: the gzip stream expands past {self.read_bytes >> 20} MiB from "
+                           f"{self.raw.tell() >> 10} KiB (more than {MAX_EXPANSION}x): a compressed bomb, not read")
         self.buf = self.buf[self.pos:] + text
         self.pos = 0
         if self.progress:
@@ -99,22 +111,35 @@ class _Text:
         return c
 
     def value(self, decoder=json.JSONDecoder()):
-        """The next JSON value, whole (the buffer grows until it holds it)."""
+        """The next JSON value, whole (the buffer grows until it holds it: by as much as it holds each time, so a
+        value of n characters is decoded O(log n) times, O(n) in all, not once every chunk)."""
         self.skip_ws()
         while True:
             try:
                 obj, end = decoder.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError as e:
                 # Incomplete at the buffer's end: read on. Invalid before it: the file is at fault.
-                if not self.eof and self.more():
+                if not self.eof and self._grow():
                     continue
                 raise BadInput(f"{self.path}: invalid JSON ({e.msg} at character {e.pos}"
                                f"{'; truncated?' if self.eof else ''})") from None
+            except RecursionError:
+                raise BadInput(f"{self.path}: a JSON value nested too deep (more than "
+                               f"{sys.getrecursionlimit()} levels): not a Kineto trace event") from None
+            except ValueError as e:   # an integer past Python's limit on digits (4,300)
+                raise BadInput(f"{self.path}: a number of too many digits ({str(e).split(':')[0]})") from None
             # A number cut by the chunk boundary decodes short: make sure something follows it.
-            if end == len(self.buf) and not self.eof and self.more():
+            if end == len(self.buf) and not self.eof and self._grow():
                 continue
             self.pos = end
             return obj
+
+    def _grow(self) -> bool:
+        pending = len(self.buf) - self.pos
+        if pending > MAX_VALUE:
+            raise BadInput(f"{self.path}: one JSON value of more than {MAX_VALUE >> 20} MiB (an event that big is "
+                           "no Kineto trace's)")
+        return self.more(max(CHUNK, pending))
 
     def close(self) -> None:
         self.raw.close()

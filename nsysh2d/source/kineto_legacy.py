@@ -13,6 +13,7 @@ _SAME = {"Kernel": "kernel", "Memcpy": "gpu_memcpy", "Memset": "gpu_memset"}
 CATEGORIES = {*_SAME, "Runtime", "Operator"}
 _DIGITS = re.compile(r"[0-9]{1,18}")
 _AUTOGRAD = re.compile(r"Backward\d*$")
+ARGS = ("Call stack", "Input Dims", "Sequence number")   # what the reader uses of a 2021 event's args
 MAX_DEPTH = 64   # frames kept of a stack, innermost first (queries/source/kineto_python_stacks.sql walks 64)
 
 

@@ -149,7 +149,7 @@ class Trace:
         try:
             con = duckdb.connect(":memory:", config=duckdb_config(threads, spill))
             tr = cls(path, con, {}, threads=threads, source=path, spill=spill, format="kineto")
-            tr.meta = kineto.load(con, path, tr.warnings)
+            tr.meta = kineto.load(con, path, tr.warnings, tr.inconsistencies)
             return tr
         except BaseException:
             if con is not None:

@@ -31,16 +31,16 @@ ASOF LEFT JOIN r p ON p.global_tid = c.global_tid AND p.depth = c.depth - 1 AND 
 
 DROP TABLE nvtx_ranges_id;   -- early: the step's peak memory is what it holds at once
 
--- Bounded for ranges nested thousands deep (a crafted file): a path stops growing at 2048 characters, ending
--- ' > …' (their total size grew with the square of the depth: 10,000 deep was over 600 MB, out of memory), and
--- the recursion at depth 512 (one join per level: 10,000 levels took 9 s); a deeper range's path is
+-- A path names at most the outermost 32 ranges, then ' > … > ' and the range's own name: ranges nested thousands
+-- deep made paths whose total length grew as the square of the depth (out of memory at 5,000).
+-- The recursion stops at depth 512 (one join per level: 10,000 levels took 9 s); a deeper range's path is
 -- '… > ' and its own name.
 CREATE TEMP TABLE nvtx_tree AS
-WITH RECURSIVE paths(id, path) AS (
-    SELECT id, name FROM nvtx_parent WHERE parent_id IS NULL
+WITH RECURSIVE paths(id, path, head, n) AS (
+    SELECT id, name, name, 1 FROM nvtx_parent WHERE parent_id IS NULL
     UNION ALL
-    SELECT c.id, CASE WHEN length(p.path) < 2048 THEN p.path || ' > ' || c.name
-                      WHEN p.path LIKE '% > …' THEN p.path ELSE p.path || ' > …' END
+    SELECT c.id, CASE WHEN p.n < 32 THEN p.path || ' > ' || c.name ELSE p.head || ' > … > ' || c.name END,
+           CASE WHEN p.n < 32 THEN p.path || ' > ' || c.name ELSE p.head END, p.n + 1
     FROM nvtx_parent c JOIN paths p ON p.id = c.parent_id
     WHERE c.depth <= 512
 )

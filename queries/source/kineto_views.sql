@@ -9,17 +9,10 @@ CREATE TEMP TABLE kineto_copy_kind AS SELECT * FROM (VALUES
     ('DtoD', 'Device-to-Device'), ('HtoH', 'Host-to-Host'), ('PtoP', 'Peer-to-Peer')) t(short, label);
 CREATE TEMP TABLE kineto_pids AS
 SELECT correlation_id, min(global_pid_of(global_tid)) AS global_pid FROM k_runtime GROUP BY ALL;
--- The CPU ops around each copy call on its thread, innermost first: the call's stack (n.callchains), with one
--- callchain id per call, as nsys gives a call with a backtrace.
-CREATE TEMP TABLE kineto_chains AS
-WITH calls AS (
-    SELECT DISTINCT start, "end", global_tid, correlation_id FROM k_runtime
-    WHERE name_id IN (SELECT id FROM k_strings WHERE value GLOB 'cu*Memcpy*')
-)
-SELECT c.global_tid, c.correlation_id, o.name_id AS symbol,
-       row_number() OVER (PARTITION BY c.global_tid, c.correlation_id ORDER BY o.start DESC, o."end", o.name_id) - 1 AS depth
--- the calls (few) on the right: the hashed side; the ops stream past them
-FROM k_ops o JOIN calls c ON o.global_tid = c.global_tid AND o.start <= c.start AND o."end" >= c."end";
+-- The CPU ops around each copy call on its thread, innermost first (k_chains: one sweep per thread in
+-- kineto_ops.py, at most 16 a call; a join of ops against calls grew as their product): the call's stack
+-- (n.callchains), with one callchain id per call, as nsys gives a call with a backtrace.
+CREATE TEMP VIEW kineto_chains AS SELECT global_tid, correlation_id, symbol, depth FROM k_chains;
 CREATE TEMP TABLE kineto_chain_ids AS
 SELECT global_tid, correlation_id, row_number() OVER (ORDER BY global_tid, correlation_id) AS callchain_id
 FROM (SELECT DISTINCT global_tid, correlation_id FROM kineto_chains);
