@@ -393,3 +393,28 @@ def test_markdown_breaks_each_autolink_form():
         shown = rendered_text(markdown(p))
         assert not LINKED.search(shown) and shown.strip().replace("\u200b", "") == p, (p, shown)
     assert markdown("train.py:12 snake_case a.b") == "train.py:12 snake_case a.b"   # plain names unchanged
+
+
+
+@pytest.mark.slow
+def test_a_wal_that_appears_later_is_not_answered_from_the_cache(world):
+    """The cache keys a report by the file and the side files beside it: a -wal put beside an unchanged
+    WAL-mode file after a cached run (its commit deletes the pageable copies' activity) changes the answer
+    as plain SQL says; before, the stale answer was served."""
+    tmp_path, _, env = world
+    trace = wal_mode_copy(tmp_path / "job" / "trace.sqlite")
+    scratch = tmp_path / "scratch.sqlite"
+    shutil.copy(trace, scratch)   # the same bytes: its -wal applies to the trace too
+    con = sqlite3.connect(scratch)
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE srcKind = 0")
+    con.commit()
+    wal = Path(f"{scratch}-wal").read_bytes()   # as a writer killed after its commit leaves it
+    truth_after = long_pageable_copies_by_sql(scratch)
+    con.close()
+    assert long_pageable_copies_by_sql(trace) == 8 and truth_after == 0
+    first = run("gate", trace, env=env)
+    assert first.returncode == 1 and "8 long-blocking" in first.stdout, first.stderr
+    Path(f"{trace}-wal").write_bytes(wal)
+    second = run("gate", trace, env=env)
+    assert f"{truth_after} long-blocking" in second.stdout, second.stdout
