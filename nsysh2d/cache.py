@@ -72,10 +72,11 @@ def file_key(path: str, salt: str = "") -> str:
     """A key that changes whenever the file does: real path, size, mtime, inode, ctime; and whenever a -journal
     or -wal beside it does (SQLite reads the file with them: a -wal that appears later changes what it holds)."""
     st = os.stat(path)
-    raw = f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_ctime_ns}|{salt}"
+    real = os.path.realpath(path)
+    raw = f"{real}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_ctime_ns}|{salt}"
     for side in ("-journal", "-wal"):
         try:
-            s = os.stat(path + side)   # stat only: never opened here
+            s = os.stat(real + side)   # beside the file a link names, as SQLite looks; stat only, never opened
         except OSError:
             continue
         raw += f"|{side}:{s.st_size}:{s.st_mtime_ns}:{s.st_ino}:{s.st_ctime_ns}"

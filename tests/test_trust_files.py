@@ -185,6 +185,27 @@ def test_a_hot_journal_is_rolled_back_in_a_private_folder(world, cached):
         assert new == [], new
 
 
+
+@pytest.mark.slow
+def test_a_link_to_a_trace_is_judged_by_the_side_files_beside_its_target(world):
+    """SQLite resolves a link to the database and reads the -journal beside its target: that is the one
+    checked (a FIFO there hung the reader; a super-journal there is refused as beside the trace itself)."""
+    tmp_path, baseline, env = world
+    (tmp_path / "elsewhere").mkdir()
+    real = tmp_path / "elsewhere" / "real.sqlite"
+    link = tmp_path / "job" / "link.sqlite"
+    link.symlink_to(real)
+    name_super_journal(killed_writer(real), baseline)
+    files = lambda: {p: v for p, v in snapshot(tmp_path).items() if v != ("dir",)}   # noqa: E731
+    before = files()
+    assert "super-journal" in one_line(run("analyze", link, "--no-cache", env=env))
+    assert files() == before and baseline.exists()
+    os.unlink(f"{real}-journal")
+    os.mkfifo(f"{real}-journal")
+    before = files()
+    assert "not a regular file" in one_line(run("analyze", link, env=env, timeout=30))
+    assert files() == before and os.listdir(tmp_path / "tmp") == []
+
 def wal_mode_copy(path: Path) -> Path:
     shutil.copy(PROBE, path)
     con = sqlite3.connect(path)

@@ -32,7 +32,9 @@ def needs_private_copy(path: str) -> str | None:
     """Why reading the file in place could write beside it, block or fail, or None. A WAL-mode file needs a
     -shm next to it (created even by readers; impossible on a read-only mount; a killed writer's left-over
     one can crash a reader with SIGBUS); SQLite opens any -journal or -wal beside the file by name (a hot
-    journal must be rolled back before the file is consistent; a FIFO there would block the reader)."""
+    journal must be rolled back before the file is consistent; a FIFO there would block the reader). Beside
+    the file itself: SQLite resolves a link to the database before it names its side files."""
+    path = os.path.realpath(path)
     with open(path, "rb") as f:
         head = f.read(20)
     if os.path.lexists(path + "-journal"):
@@ -67,8 +69,12 @@ def open_regular(path: str, what: str) -> tuple[int, os.stat_result] | None:
 def copy_bounded(fd: int, size: int, dest: str) -> int:
     """Copy at most `size` bytes from `fd` into a new file `dest` (never an existing one, never through a
     link); closes `fd`. Returns the bytes copied (fewer when the file shrank meanwhile)."""
-    out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     done = 0
+    try:
+        out = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except BaseException:
+        os.close(fd)
+        raise
     try:
         while done < size:
             block = os.read(fd, min(CHUNK, size - done))
@@ -110,6 +116,7 @@ def private_copy(path: str, keep: bool = True) -> str:
 
     from ..cache import cache_dir, file_key, seal, sealed
 
+    path = os.path.realpath(path)   # the side files SQLite would read are beside the file a link names
     opened = {}
     try:
         for s, what in SIDES.items():
