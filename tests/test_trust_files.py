@@ -8,6 +8,7 @@ Every run is the real CLI in a subprocess under a timeout and resource limits (f
 file effects are checked on a snapshot of the whole test folder (paths, sizes, mtimes, content hashes). The
 fast layer keeps one case of each promise; the matrices are in the slow layer (subprocess-heavy)."""
 import hashlib
+import json
 import os
 import re
 import resource
@@ -260,8 +261,6 @@ def test_a_wal_is_copied_no_further_than_its_size(world):
     before = snapshot(tmp_path / "job")
     r = run("analyze", trace, "--format", "json", "--no-cache", env=env)
     assert r.returncode == 0, r.stderr
-    import json
-
     rep = json.loads(r.stdout)["reports"][0]
     assert rep["totals"]["calls"] < json.loads(run("analyze", PROBE, "--format", "json", env=env).stdout)[
         "reports"][0]["totals"]["calls"]
