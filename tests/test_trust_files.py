@@ -240,30 +240,32 @@ def test_side_files_that_are_not_regular_files_are_refused(world, side, kind):
     assert os.listdir(tmp_path / "tmp") == []
 
 
+def committed_wal(trace: Path, scratch: Path) -> tuple[bytes, int]:
+    """The -wal a writer killed after its commit leaves: the pageable copies' activity deleted, made on a
+    byte-identical scratch copy of the WAL-mode trace (so it applies to the trace), and the long pageable
+    copies plain SQL then finds (0)."""
+    shutil.copy(trace, scratch)
+    con = sqlite3.connect(scratch)
+    con.execute("PRAGMA wal_autocheckpoint=0")
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE srcKind = 0")
+    con.commit()
+    wal = Path(f"{scratch}-wal").read_bytes()
+    truth = long_pageable_copies_by_sql(scratch)
+    con.close()
+    return wal, truth
+
+
 @pytest.mark.slow
-def test_a_wal_is_copied_no_further_than_its_size(world):
-    """A -wal beside the file is read from a private copy of at most its size: the committed change in it
-    counts (plain SQL on the file with its -wal), and nothing is written beside the trace."""
+def test_a_wal_beside_the_file_is_replayed_in_a_private_copy(world):
+    """The committed change in a -wal counts (as plain SQL on the file with it says), read from a private
+    copy: nothing is written beside the trace, $TMPDIR is left as it was."""
     tmp_path, _, env = world
     trace = wal_mode_copy(tmp_path / "job" / "trace.sqlite")
-    con = sqlite3.connect(trace)
-    con.execute("PRAGMA wal_autocheckpoint=0")
-    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE rowid IN (SELECT rowid FROM CUPTI_ACTIVITY_KIND_MEMCPY "
-                "LIMIT 6)")
-    con.commit()
-    saved = {s: Path(f"{trace}{s}").read_bytes() for s in ("-wal", "-shm")}   # as a killed writer leaves them
-    con.close()
-    for s, data in saved.items():
-        Path(f"{trace}{s}").write_bytes(data)
-    truth = sqlite3.connect(f"file:{trace}?mode=ro", uri=True).execute(
-        "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY").fetchone()[0]
-    assert truth == rows(PROBE) - 6
+    wal, truth = committed_wal(trace, tmp_path / "scratch.sqlite")
+    Path(f"{trace}-wal").write_bytes(wal)
     before = snapshot(tmp_path / "job")
-    r = run("analyze", trace, "--format", "json", "--no-cache", env=env)
-    assert r.returncode == 0, r.stderr
-    rep = json.loads(r.stdout)["reports"][0]
-    assert rep["totals"]["calls"] < json.loads(run("analyze", PROBE, "--format", "json", env=env).stdout)[
-        "reports"][0]["totals"]["calls"]
+    r = run("gate", trace, "--no-cache", env=env)
+    assert r.returncode == 1 and f"{truth} long-blocking" in r.stdout and truth == 0, r.stdout
     assert snapshot(tmp_path / "job") == before and os.listdir(tmp_path / "tmp") == []
 
 
@@ -423,15 +425,7 @@ def test_a_wal_that_appears_later_is_not_answered_from_the_cache(world):
     as plain SQL says; before, the stale answer was served."""
     tmp_path, _, env = world
     trace = wal_mode_copy(tmp_path / "job" / "trace.sqlite")
-    scratch = tmp_path / "scratch.sqlite"
-    shutil.copy(trace, scratch)   # the same bytes: its -wal applies to the trace too
-    con = sqlite3.connect(scratch)
-    con.execute("PRAGMA wal_autocheckpoint=0")
-    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE srcKind = 0")
-    con.commit()
-    wal = Path(f"{scratch}-wal").read_bytes()   # as a writer killed after its commit leaves it
-    truth_after = long_pageable_copies_by_sql(scratch)
-    con.close()
+    wal, truth_after = committed_wal(trace, tmp_path / "scratch.sqlite")
     assert long_pageable_copies_by_sql(trace) == 8 and truth_after == 0
     first = run("gate", trace, env=env)
     assert first.returncode == 1 and "8 long-blocking" in first.stdout, first.stderr
