@@ -32,12 +32,19 @@ CACHE_PARTS = ("reports", "exports", "spill", "copies", "nsys")
 
 def check_private(root: Path) -> None:
     """The cache folder must be this user's alone: an entry, export or copy another user could plant there
-    would be served as this user's results (docs/security.md). Created 0700 by cache_dir."""
+    would be served as this user's results, and cache-clear would delete what another user keeps there
+    (docs/security.md). So it is refused, before anything in it is read, written or deleted, when it is a
+    symbolic link (whose target anyone who could plant it chooses), not a folder, owned by another user, or
+    writable by others (sticky or not: they could still create the names nsysh2d reads). Created 0700 by
+    cache_dir; its parts are held to the same."""
     try:
-        st = os.stat(root)
+        st = os.lstat(root)
     except FileNotFoundError:
         return
     euid = os.geteuid() if hasattr(os, "geteuid") else st.st_uid
+    if stat.S_ISLNK(st.st_mode):
+        raise BadInput(f"{root}: the cache folder is a symbolic link; refusing to use it (set NSYSH2D_CACHE_DIR "
+                       "to the folder itself, or --no-cache)")
     if not stat.S_ISDIR(st.st_mode):
         raise BadInput(f"{root}: the cache folder is not a folder (set NSYSH2D_CACHE_DIR, or --no-cache)")
     if st.st_uid != euid or st.st_mode & 0o022:
@@ -49,10 +56,12 @@ def check_private(root: Path) -> None:
 def cache_dir(part: str) -> Path:
     """A folder of the cache (reports, exports, spill, copies, nsys), created with the marker that says nsysh2d owns it."""
     root = cache_root()
+    check_private(root)   # a link or another user's folder is refused before anything is created in it
     root.parent.mkdir(parents=True, exist_ok=True)
     root.mkdir(mode=0o700, exist_ok=True)
     check_private(root)
     (root / part).mkdir(mode=0o700, exist_ok=True)
+    check_private(root / part)
     marker = root / MARKER
     if not marker.exists():
         marker.write_text("nsysh2d cache folder: 'nsysh2d cache-clear' deletes what it wrote here\n")
@@ -60,9 +69,17 @@ def cache_dir(part: str) -> Path:
 
 
 def file_key(path: str, salt: str = "") -> str:
-    """A key that changes whenever the file does: real path, size, mtime, inode, ctime."""
+    """A key that changes whenever the file does: real path, size, mtime, inode, ctime; and whenever a -journal
+    or -wal beside it does (SQLite reads the file with them: a -wal that appears later changes what it holds)."""
     st = os.stat(path)
-    raw = f"{os.path.realpath(path)}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_ctime_ns}|{salt}"
+    real = os.path.realpath(path)
+    raw = f"{real}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_ctime_ns}|{salt}"
+    for side in ("-journal", "-wal"):
+        try:
+            s = os.stat(real + side)   # beside the file a link names, as SQLite looks; stat only, never opened
+        except OSError:
+            continue
+        raw += f"|{side}:{s.st_size}:{s.st_mtime_ns}:{s.st_ino}:{s.st_ctime_ns}"
     return hashlib.sha256(raw.encode()).hexdigest()[:32]
 
 
@@ -191,17 +208,27 @@ def cache_key() -> bytes:
 
 
 def clear_cache() -> int:
-    """Deletes what nsysh2d wrote (its folders, then the marker); a folder without the marker is not ours."""
+    """Deletes what nsysh2d wrote (its folders, then the marker); a folder without the marker is not ours,
+    nor one check_private refuses (a link planted as the cache folder, another user's folder). Links inside
+    are removed, never followed."""
     root = cache_root()
+    check_private(root)
     if not root.exists():
         return 0
-    if not (root / MARKER).is_file():
+    try:
+        marked = stat.S_ISREG(os.lstat(root / MARKER).st_mode)
+    except OSError:
+        marked = False
+    if not marked:
         raise BadInput(f"{root}: not an nsysh2d cache folder (no {MARKER} marker); nothing deleted")
     n = 0
     for part in CACHE_PARTS:
-        if (root / part).is_dir():
-            n += sum(1 for f in (root / part).rglob("*") if f.is_file())
-            shutil.rmtree(root / part, ignore_errors=True)
+        folder = root / part
+        if folder.is_symlink():
+            folder.unlink()
+        elif folder.is_dir():
+            n += sum(len(files) for _, _, files in os.walk(folder))   # os.walk follows no link
+            shutil.rmtree(folder, ignore_errors=True)   # removes links inside, not their targets
     (root / ".key").unlink(missing_ok=True)
     (root / MARKER).unlink()
     try:

@@ -12,7 +12,8 @@ dangers, and each gets one function here; the renderers call nothing else on suc
 - GitHub annotations (`annotation_data`, `annotation_property`): the runner's own escapes (%25 %0D %0A,
   and %3A %2C in properties) over terminal-safe text.
 - Markdown (`markdown`, `markdown_code`): one line, HTML's `&` and `<` as entities, Markdown's inline
-  syntax backslashed; or a code span, where nothing is interpreted.
+  syntax backslashed, GitHub's autolinks, @mentions and #123 references broken by a zero-width space
+  (`&#8203;`); or a code span, where nothing is interpreted.
 - XML (`xml`): terminal-safe text (XML 1.0 forbids most controls); ElementTree escapes the rest.
 - CSV (`csv_cell`): terminal-safe text, and a cell a spreadsheet would read as a formula (`=`, `+`, `-`,
   `@`) starts with `'`.
@@ -86,11 +87,19 @@ def annotation_property(s) -> str:
 _MD_SPECIAL = re.compile(r"([\\`*\[\]|~#]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
 
 
+# What GitHub would turn into a link or a notification by itself: GFM's autolinks (`scheme://`, `www.`, an
+# e-mail address; a bare domain is not one), @mentions (users, teams), and references (#123, GH-123,
+# owner/repo#123). A zero-width space, written as the entity &#8203;, goes where it breaks each one: the
+# renderer sees no `://`, `www.`, `@name` or `#123`, while the text reads the same.
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?<=[Ww]{3})(?=\.)|(?<=@)|(?<=#)(?=[0-9])|(?<=\b[Gg][Hh]-)(?=[0-9])")
+ZERO_WIDTH = "&#8203;"
+
+
 def markdown(s) -> str:
     """A trace string as Markdown text (a table cell, a list item, a heading): one line, no raw HTML, no
-    emphasis, links, code spans or table breaks of its own."""
+    emphasis, links, code spans or table breaks of its own, and nothing GitHub links or notifies by itself."""
     s = terminal(s).replace("&", "&amp;").replace("<", "&lt;")
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    return _AUTOLINK.sub(ZERO_WIDTH, _MD_SPECIAL.sub(r"\\\1", s))
 
 
 def markdown_code(s) -> str:

@@ -1,8 +1,6 @@
 """Is this file an nsys SQLite export we can read? Says what it is instead when it is not."""
 from __future__ import annotations
 
-# SQL in Python: a PRAGMA that replays a WAL into a private copy, and a count that checks the copy opens.
-
 import os
 import re
 import stat
@@ -35,11 +33,11 @@ def read_only(path: str):
         con.close()
 
 
-def check_file(path: str) -> Path:
-    """Reject what is not a readable SQLite file, with a message saying what it is instead."""
-    p = Path(path)
+def check_input(path: str) -> os.stat_result:
+    """A trace must be a regular file before anything opens it (a .nsys-rep too, before nsys reads it): a
+    FIFO would block the first read forever, a device would never end, opening some devices acts."""
     try:
-        st = p.stat()
+        st = os.stat(path)
     except FileNotFoundError:
         raise BadInput(f"{path}: no such file") from None
     except OSError as e:
@@ -49,6 +47,13 @@ def check_file(path: str) -> Path:
                        "*.sqlite, *.nsys-rep, *.json, *.json.gz)")
     if not stat.S_ISREG(st.st_mode):
         raise BadInput(f"{path}: not a regular file (a pipe or device?); give the export file itself")
+    return st
+
+
+def check_file(path: str) -> Path:
+    """Reject what is not a readable SQLite file, with a message saying what it is instead."""
+    p = Path(path)
+    st = check_input(path)
     if st.st_size == 0:
         raise BadInput(f"{path}: empty file (an interrupted nsys export?)")
     try:
@@ -168,57 +173,3 @@ def damage_is_bad_input(path: str, what: str | None = None):
         if bad is None:
             raise
         raise bad from None
-
-
-def needs_private_copy(path: str) -> str | None:
-    """Why reading the file in place could write beside it or fail, or None. A WAL-mode file needs a -shm
-    next to it (created even by readers; impossible on a read-only mount; a killed writer's left-over one can
-    crash a reader with SIGBUS); a hot rollback journal must be rolled back before the file is consistent."""
-    import os
-
-    with open(path, "rb") as f:
-        head = f.read(20)
-    if os.path.exists(path + "-journal") and os.path.getsize(path + "-journal") > 0:
-        return "has a rollback journal beside it (a writer was interrupted?)"
-    if os.path.exists(path + "-wal") and os.path.getsize(path + "-wal") > 0:
-        return "has a write-ahead log (-wal) beside it"
-    if len(head) >= 20 and (head[18] == 2 or head[19] == 2):
-        return "is in WAL mode"
-    return None
-
-
-def private_copy(path: str) -> str:
-    """A consistent copy of the file (with its -wal or -journal applied) in the cache, never written beside
-    the original: the file and its side file are copied, then SQLite recovers the copy."""
-    import os
-    import shutil
-    import sqlite3
-    import tempfile
-
-    from ..cache import cache_dir, file_key, seal, sealed
-
-    sides = [s for s in ("-wal", "-journal") if os.path.exists(path + s)]
-    salt = "|".join(f"{s}:{os.stat(path + s).st_size}:{os.stat(path + s).st_mtime_ns}" for s in sides)
-    folder = cache_dir("copies")
-    target = folder / f"{file_key(path, salt)}.sqlite"
-    if target.exists() and sealed(target):   # one this cache made; another is made again
-        return str(target)
-    tmpdir = tempfile.mkdtemp(prefix="copy-", dir=folder)
-    try:
-        tmp = os.path.join(tmpdir, "db.sqlite")
-        shutil.copyfile(path, tmp)
-        for s in sides:
-            shutil.copyfile(path + s, tmp + s)
-        con = sqlite3.connect(tmp)
-        try:
-            con.execute("PRAGMA journal_mode=DELETE")   # replays the WAL or rolls the journal back, into the copy
-            con.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        finally:
-            con.close()
-        os.replace(tmp, target)
-        seal(target)
-    except sqlite3.Error as e:
-        raise BadInput(f"{path}: cannot recover it with its side files ({e})") from None
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-    return str(target)

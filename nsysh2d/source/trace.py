@@ -21,7 +21,7 @@ import duckdb
 from ..errors import BadInput, NsysH2DError, first_line
 from . import ingest, kineto, kineto_json, schema, sql, stacks
 from .connection import duckdb_config, spill_folder, sqlite_extension_path
-from .files import check_file, is_sqlite, read_only
+from .files import check_file, check_input, is_sqlite, read_only
 
 PART_ROWS = 250_000  # copy calls per part added to the store: bounds the memory of what is in flight
 FRAME_ROWS = 20_000   # Trace.frame: rows handed over as JSON text, not Arrow
@@ -47,7 +47,7 @@ class Trace:
     threads: int | None = None
     source: str = ""   # what the user named: the .nsys-rep when `path` is its export in the cache
     spill: str | None = None   # this run's own spill folder (removed on close)
-    own_export: str | None = None   # the folder of a --no-cache export of a .nsys-rep (removed on close)
+    own_export: str | None = None   # the folder of a --no-cache export or private copy (removed on close)
     format: str = "nsys-sqlite"   # which adapter filled n.*: nsys-sqlite or kineto (docs/architecture.md)
 
     @classmethod
@@ -56,6 +56,7 @@ class Trace:
         source = path = str(path)
         note = None
         own_export = None
+        check_input(path)
         if os.path.isfile(path) and not is_sqlite(path) and kineto_json.sniff(path):
             return cls._open_kineto(path, threads)
         build = None   # a report's capture build: its export names only the exporting nsys
@@ -65,12 +66,14 @@ class Trace:
             path = sqlite_for_report(path, nsys, keep=use_cache)
             own_export = None if use_cache else os.path.dirname(path)
         elif os.path.isfile(path) and is_sqlite(path):
-            from .files import needs_private_copy, private_copy
+            from .side_files import needs_private_copy, private_copy
 
             reason = needs_private_copy(path)
             if reason:
-                path = private_copy(path)
-                note = f"{source} {reason}: read from a private copy in the cache; nothing was written beside it"
+                path = private_copy(path, keep=use_cache)
+                own_export = None if use_cache else os.path.dirname(path)
+                where = "in the cache" if use_cache else "removed after the run"
+                note = f"{source} {reason}: read from a private copy ({where}); nothing was written beside it"
         try:
             tr = cls._open(path, source, threads)
         except BaseException as e:
