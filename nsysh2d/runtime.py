@@ -30,7 +30,7 @@ import traceback
 from dataclasses import asdict, dataclass, field
 
 from .byte_runs import overlap, runs
-from .fixes import FIXES
+from .fixes import FIXES, REWRITE
 from .sites import is_library, site_names
 
 FLAGGED = ("pageable", "pinned_strided")
@@ -96,8 +96,7 @@ class Rewrite:
     site_line: str | None
     copy_site: str | None
     copy_site_line: str | None
-    fix: str = ("record an event after the copy and wait for it (or use another buffer: double buffering) "
-                "before writing the pinned source again; otherwise the GPU may read the new values")
+    fix: str = REWRITE
 
 
 @dataclass

@@ -1,0 +1,291 @@
+"""One function's statements in order, with what each name holds (exprs.py), and the rules checked at each copy.
+
+Branches are walked each from the same state and joined (values.join); a loop body is walked twice, so that a
+write at the top of the next iteration meets the copy at its bottom; nothing is walked more than that (a nested
+loop below depth 2 once), so the cost is linear in the function's size. Helpers of the same module (and methods of
+the same class through `self.`) give their return value, analyzed once each.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, replace
+
+from .exprs import Exprs, _host_named, _short
+from .values import CPU_KINDS, PINNED_KINDS, V, dotted, join, mentions_pinning
+
+# Run once, before the steps: a pin, a pinned allocation or a synchronous build here is not paid per step.
+SETUP = re.compile(r"_*(init|setup|build|load|create|make|alloc|register|warm_?up|capture|compile|reset|"
+                   r"from_|configure|prepare_model|profile_run|dummy)", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Hit:
+    code: str
+    line: int
+    col: int
+    end_line: int
+    message: str
+
+
+class Module:
+    """One file: its torch/numpy names, its functions and classes, and what attributes hold (class facts from the
+    file, name facts from every file of the run)."""
+
+    def __init__(self, tree: ast.Module, facts: dict):
+        self.torch, self.numpy = {"torch"}, {"np", "numpy"}
+        self.funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.functions: list[tuple] = []          # (function, its class or None), every one in the file
+        self.self_stores: dict[str, list] = {}    # class name -> its `self.X = value` assignments
+        self.facts = facts
+        self.class_facts: dict[str, dict] = {}
+        self._summaries: dict[int, V | None] = {}
+        self._index(tree, None, False)
+
+    def _index(self, node, cls, in_func: bool) -> None:
+        """One walk over the file: imports, classes, functions, and the classes' attribute stores."""
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                continue
+            if isinstance(child, ast.Import):
+                for a in child.names:
+                    if a.name in ("torch", "numpy"):
+                        (self.torch if a.name == "torch" else self.numpy).add(a.asname or a.name)
+            elif isinstance(child, ast.ClassDef):
+                self.classes[child.name] = child
+                self._index(child, child, False)
+                continue
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.append((child, cls))
+                self._index(child, cls, True)
+                continue
+            elif isinstance(child, ast.Assign) and in_func and cls is not None and len(child.targets) == 1:
+                t = child.targets[0]
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                    self.self_stores.setdefault(cls.name, []).append((t.attr, child.value))
+            self._index(child, cls, in_func)
+
+    def fact(self, cls: ast.ClassDef | None, key: str, attr: str) -> V | None:
+        if cls is not None and key == f"self.{attr}":
+            own = self.class_facts.get(cls.name)
+            if own is None:
+                self.class_facts[cls.name] = {}   # while it is computed: its own assignments see nothing
+                own = self.class_facts[cls.name] = attribute_facts(self, cls)
+            if attr in own:
+                return own[attr]
+        return self.facts.get(attr)
+
+    def method_of(self, cls, name: str):
+        if cls is None:
+            return None
+        return next((n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name),
+                    None)
+
+    def summary(self, func, cls) -> V | None:
+        """What a helper returns (its own copies are reported where it is analyzed itself)."""
+        if id(func) not in self._summaries:
+            self._summaries[id(func)] = None   # recursion: unknown
+            flow = Flow(self, func, cls, report=False)
+            flow.run()
+            self._summaries[id(func)] = replace(flow.returns, pin_line=0) if flow.returns else None
+        return self._summaries[id(func)]
+
+
+def attribute_facts(mod: Module, cls: ast.ClassDef) -> dict[str, V]:
+    """self.X -> what every `self.X = ...` of the class makes, where that is known and the same kind (a pinned
+    buffer made in __init__ is pinned in the other methods); unknown assignments do not vote."""
+    votes: dict[str, list] = {}
+    probe = Flow(mod, None, cls, report=False)
+    for attr, value in mod.self_stores.get(cls.name, ()):
+        v = probe.ev(value)
+        if v is not None and v.kind != "list":
+            votes.setdefault(attr, []).append(v)
+    out = {}
+    for attr, vs in votes.items():
+        kinds = {v.kind for v in vs}
+        if kinds <= PINNED_KINDS or len(kinds) == 1:
+            out[attr] = replace(vs[0], pin_line=0, root="")
+    return out
+
+
+class Flow(Exprs):
+    def __init__(self, mod: Module, func, cls, report: bool = True):
+        self.mod, self.func, self.cls, self.report = mod, func, cls, report
+        self.env: dict[str, V] = {}
+        self.dev: dict[str, str] = {}
+        self.in_flight: dict[str, int] = {}
+        self.loop = self.depth = 0
+        self.setup = func is not None and bool(SETUP.match(func.name))
+        self.hits: dict[tuple, Hit] = {}
+        self.returns: V | None = None
+        self._returned = False
+
+    def run(self) -> list[Hit]:
+        self.block(self.func.body)
+        return list(self.hits.values())
+
+    # ------------------------------------------------------------------------------------------ statements
+    def block(self, stmts) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s) -> None:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return   # analyzed on their own
+        if isinstance(s, ast.Assign):
+            v = self.ev(s.value)
+            for t in s.targets:
+                self.bind(t, v, s.value)
+        elif isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self.bind(s.target, self.ev(s.value), s.value)
+        elif isinstance(s, ast.AugAssign):
+            self.ev(s.value)
+            self.written(self.ev(s.target), s)
+        elif isinstance(s, ast.If):
+            self.ev(s.test)
+            self.branches([s.body, s.orelse], mentions_pinning(s.test))
+        elif isinstance(s, (ast.For, ast.AsyncFor, ast.While)):
+            self.loop_stmt(s)
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                self.ev(item.context_expr)
+                if item.optional_vars is not None:
+                    self.bind(item.optional_vars, None, None)
+            self.block(s.body)
+        elif isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            self.block(s.body)
+            self.branches([h.body for h in s.handlers] + [s.orelse], False)
+            self.block(s.finalbody)
+        elif isinstance(s, ast.Match):
+            self.ev(s.subject)
+            self.branches([c.body for c in s.cases] + [[]], False)
+        elif isinstance(s, ast.Return):
+            v = self.ev(s.value) if s.value is not None else None
+            self.returns = v if not self._returned else join(self.returns, v)
+            self._returned = True
+        else:
+            for child in ast.iter_child_nodes(s):
+                if isinstance(child, ast.expr):
+                    self.ev(child)
+
+    def branches(self, bodies, pin_wins: bool) -> None:
+        start, dev0, flight0 = dict(self.env), dict(self.dev), dict(self.in_flight)
+        ends, flights = [], {}
+        for body in bodies:
+            self.env, self.dev, self.in_flight = dict(start), dict(dev0), dict(flight0)
+            self.block(body)
+            if not _ends(body):
+                ends.append(self.env)
+            flights.update(self.in_flight)
+        self.env = _merge(ends, pin_wins) if ends else start
+        self.dev, self.in_flight = dev0, flights
+
+    def loop_stmt(self, s) -> None:
+        literal = isinstance(getattr(s, "iter", None), (ast.Tuple, ast.List, ast.Set))
+        self.ev(s.iter if not isinstance(s, ast.While) else s.test)
+        if not isinstance(s, ast.While):
+            self.bind(s.target, None, None)
+        self.loop += 0 if literal else 1
+        self.depth += 1
+        before = dict(self.env)
+        for _ in range(2 if self.depth <= 2 else 1):
+            self.block(s.body)
+        self.env = _merge([before, self.env], False)
+        self.loop -= 0 if literal else 1
+        self.depth -= 1
+        self.block(s.orelse)
+
+    def bind(self, target, v: V | None, value) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            vals = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
+            for i, t in enumerate(target.elts):
+                self.bind(t, self.env_value(vals[i]) if vals else None, None)
+            return
+        if isinstance(target, ast.Starred):
+            return self.bind(target.value, None, None)
+        key = dotted(target)
+        if key is None:   # a store into part of something: buf[...] = x, buf.numpy()[...] = x
+            base = target.value if isinstance(target, (ast.Subscript, ast.Attribute)) else target
+            self.written(self.ev(base), target)
+            return
+        if v is not None and v.kind in PINNED_KINDS and not v.root:
+            v = replace(v, root=key)
+        for k in [k for k in self.env if k.startswith(key + ".")]:
+            del self.env[k]
+        self.env.pop(key, None) if v is None else self.env.__setitem__(key, v)
+        dev = self.device_of(value) if isinstance(value, ast.Constant) or isinstance(value, ast.Call) and \
+            dotted(value.func) in {f"{t}.device" for t in self.mod.torch} else None
+        self.dev.pop(key, None) if dev is None else self.dev.__setitem__(key, dev)
+
+    def env_value(self, node):
+        return self.env.get(dotted(node)) if dotted(node) is not None else None
+
+    # ------------------------------------------------------------------------------------------ the rules
+    def hit(self, code: str, node, message: str, line: int | None = None, col: int | None = None) -> None:
+        if self.report:
+            ln = line or node.lineno
+            key = (code, ln, col if col is not None else node.col_offset)
+            self.hits.setdefault(key, Hit(code, ln, key[2], getattr(node, "end_lineno", ln) if not line else ln, message))
+
+    def copied(self, src: V | None, node, how: str, dst_node) -> None:
+        """A non_blocking copy to an accelerator (`.to`, `.cuda`, `copy_`) of `src`."""
+        if src is None or src.kind not in CPU_KINDS:
+            return
+        where = f" ({src.how}, line {src.line})" if src.how and src.line else ""
+        if src.kind in ("pageable", "ndarray", "maybe"):
+            paths = " on some paths" if src.kind == "maybe" else ""
+            self.hit("H2D001", node, f"non_blocking copy from pageable memory{paths}{where}: it waits for the GPU "
+                                     "work queued on the stream")
+        elif src.kind == "strided" or src.kind == "permuted" and how == "copy_" and not _reordered(dst_node):
+            self.hit("H2D002", node, f"non_blocking copy of a strided view of pinned memory{where}: PyTorch copies "
+                                     "it through a pageable temporary, which waits for the GPU")
+        else:
+            if src.pin_line:
+                self.hit("H2D003", node, f"`.pin_memory()` or a pinned allocation inside a loop (copied at line "
+                                         f"{node.lineno}): a cudaHostAlloc whenever the caching host allocator grows, "
+                                         "and a host copy every time", line=src.pin_line, col=src.pin_col)
+            if src.root:
+                self.in_flight[src.root] = node.lineno
+
+    def written(self, v: V | None, node) -> None:
+        """An in-place write into `v`'s memory: is a non_blocking copy from that pinned buffer still in flight?"""
+        if v is not None and v.root and v.kind in PINNED_KINDS and v.root in self.in_flight:
+            line = self.in_flight[v.root]
+            self.hit("H2D004", node, f"writes pinned buffer `{v.root}` while the non_blocking copy from it at line "
+                                     f"{line} may still be in flight (no event wait or synchronize in between)")
+
+    def synced(self) -> None:
+        self.in_flight.clear()
+
+    def device_build(self, node) -> None:
+        if not self.setup and self.func is not None:
+            self.hit("H2D005", node, f"`{_short(node.func)}(...)` of host data on the device: a synchronous copy "
+                                     "from pageable memory that waits for the stream")
+
+
+def _reordered(dst_node) -> bool:
+    """The destination is reordered too (`gpu.t().copy_(pinned.t())`): the layouts may match."""
+    return dst_node is not None and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+                                        n.func.attr in ("t", "transpose", "permute") or
+                                        isinstance(n, ast.Attribute) and n.attr in ("T", "mT")
+                                        for n in ast.walk(dst_node)) or _host_named(dst_node)
+
+
+def _ends(body) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def _merge(envs: list[dict], pin_wins: bool) -> dict:
+    if len(envs) == 1:
+        return envs[0]
+    keys = set(envs[0]).intersection(*envs[1:])
+    out = {}
+    for k in keys:
+        v = envs[0][k]
+        for e in envs[1:]:
+            v = join(v, e[k], pin_wins)
+        if v is not None:
+            out[k] = v
+    return out

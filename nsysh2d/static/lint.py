@@ -1,0 +1,187 @@
+"""`nsysh2d lint`: which files, read once; which of them can hold a finding; the two passes; suppressions.
+
+Pass 1 reads the classes of every file that mentions `pin_memory`: what their `self.X = ...` make, so that an
+attribute pinned in one class (`self.cpu = torch.zeros(..., pin_memory=True)`) is known pinned wherever `.cpu` of
+that name is read. Pass 2 runs the data flow (flow.py) over every function of each file that mentions a copy
+(`non_blocking`, or a device tensor built from data). A file with neither is not parsed at all: it cannot hold a
+finding. Only the standard library (ast) is used: no torch, no DuckDB, no polars.
+"""
+from __future__ import annotations
+
+import ast
+import fnmatch
+import os
+from dataclasses import asdict, dataclass, field
+
+from ..allowlist import accepted, mark, unknown_rules
+from ..fixes import RULES
+from .flow import Flow, Hit, Module, attribute_facts
+from .values import PINNED_KINDS
+
+SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist", "node_modules",
+             "site-packages", ".eggs", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+
+
+@dataclass
+class Settings:
+    include: list = field(default_factory=lambda: ["*.py"])
+    exclude: list = field(default_factory=list)
+    select: list = field(default_factory=lambda: sorted(RULES))
+    ignore: list = field(default_factory=list)
+
+    def codes(self) -> set[str]:
+        return {rule_code(r) for r in self.select} - {rule_code(r) for r in self.ignore}
+
+
+def rule_code(name: str) -> str:
+    """H2D001, or a rule's name (pageable-non-blocking) -> its code; ValueError for anything else."""
+    for code, (rname, *_rest) in RULES.items():
+        if name.upper() == code or name.lower() == rname:
+            return code
+    if name.upper() == "ALL":
+        return "ALL"
+    raise ValueError(f"unknown rule {name!r} (rules: {', '.join(RULES)})")
+
+
+@dataclass
+class Finding:
+    path: str
+    line: int
+    col: int
+    end_line: int
+    code: str
+    rule: str
+    source_class: str
+    level: str
+    message: str
+    fix: str
+    snippet: str
+    accepted: str | None = None   # the reason given in the source, when the site is accepted there
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class LintResult:
+    findings: list[Finding]
+    accepted: list[Finding]
+    errors: list[tuple[str, str]]   # (path, problem): files that could not be read or parsed
+    files: int
+    parsed: int
+
+    @property
+    def exit_code(self) -> int:
+        return 2 if self.errors else 1 if self.findings else 0
+
+
+def excluded(rel: str, patterns) -> bool:
+    parts = rel.replace(os.sep, "/").split("/")
+    for pat in patterns:
+        pat = pat.rstrip("/")
+        if "/" in pat:
+            if any(fnmatch.fnmatch("/".join(parts[:i]), pat) for i in range(1, len(parts) + 1)):
+                return True
+        elif any(fnmatch.fnmatch(p, pat) for p in parts):
+            return True
+    return False
+
+
+def python_files(paths, settings: Settings) -> tuple[list[str], list[tuple[str, str]]]:
+    """The files to read: each PATH that is a file, and under each folder those matching include; exclude applies
+    to both (so that pre-commit, which names files, honours it)."""
+    out, errors = [], []
+    for p in paths:
+        if os.path.isfile(p):
+            if not excluded(p, settings.exclude):
+                out.append(p)
+        elif os.path.isdir(p):
+            for d, dirs, files in os.walk(p):
+                rel_d = os.path.relpath(d, p)
+                dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not excluded(os.path.join(rel_d, x),
+                                                                                       settings.exclude))
+                for f in sorted(files):
+                    rel = os.path.normpath(os.path.join(rel_d, f))
+                    if any(fnmatch.fnmatch(f, i) or fnmatch.fnmatch(rel, i) for i in settings.include) \
+                            and not excluded(rel, settings.exclude):
+                        out.append(os.path.join(d, f))
+        else:
+            errors.append((p, "no such file or folder"))
+    return out, errors
+
+
+def lint(paths, settings: Settings | None = None) -> LintResult:
+    settings = settings or Settings()
+    codes = settings.codes()
+    if "ALL" in codes:
+        codes = set(RULES)
+    files, errors = python_files(paths, settings)
+    texts, trees = {}, {}
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                texts[f] = fh.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            errors.append((f, f"cannot read ({getattr(e, 'strerror', None) or e})"))
+    for f, text in texts.items():
+        if "non_blocking" in text or "pin_memory" in text or builds_on_device(text):
+            try:
+                trees[f] = ast.parse(text, filename=f)
+            except (SyntaxError, ValueError) as e:
+                errors.append((f, f"cannot parse (line {getattr(e, 'lineno', '?')}: {getattr(e, 'msg', e)}); skipped"))
+    mods = {f: Module(t, {}) for f, t in trees.items()}
+    facts = name_facts(m for f, m in mods.items() if "pin_memory" in texts[f])
+    found, acc = [], []
+    for f, text in texts.items():
+        lines = text.splitlines()
+        hits = analyze(mods[f], facts) if f in trees and ("non_blocking" in text or builds_on_device(text)) else []
+        if "nsysh2d" in text or "gpu-sync-ok" in text:
+            hits += bare_marks(lines)
+        for h in hits:
+            if h.code not in codes:
+                continue
+            name, cls, level, fix = RULES[h.code]
+            reason = accepted(lines, h.line, h.end_line, h.code) if h.code != "H2D000" else None
+            snippet = lines[h.line - 1].strip() if 0 < h.line <= len(lines) else ""
+            (acc if reason else found).append(Finding(f, h.line, h.col + 1, h.end_line, h.code, name, cls, level,
+                                                      h.message, fix, snippet, reason))
+    key = lambda x: (x.path, x.line, x.col, x.code)   # noqa: E731
+    return LintResult(sorted(found, key=key), sorted(acc, key=key), errors, len(texts), len(trees))
+
+
+def builds_on_device(text: str) -> bool:
+    return "device=" in text and ("tensor(" in text or "asarray(" in text)
+
+
+def name_facts(mods) -> dict:
+    """Attribute name -> its value, from every class that assigns it, where all agree (pinned kinds agree)."""
+    votes: dict[str, list] = {}
+    for mod in mods:
+        for cls in mod.classes.values():
+            for attr, v in attribute_facts(mod, cls).items():
+                votes.setdefault(attr, []).append(v)
+    out = {}
+    for attr, vs in votes.items():
+        kinds = {v.kind for v in vs}
+        if kinds <= PINNED_KINDS or len(kinds) == 1:
+            out[attr] = vs[0]
+    return out
+
+
+def analyze(mod: Module, facts: dict) -> list[Hit]:
+    mod.facts, mod.class_facts, mod._summaries = facts, {}, {}   # pass 1 ran without the run's facts
+    return [h for func, cls in mod.functions for h in Flow(mod, func, cls).run()]
+
+
+def bare_marks(lines: list[str]) -> list[Hit]:
+    """Suppression comments that cannot accept anything: no reason, or a rule nsysh2d does not have."""
+    out = []
+    for i, text in enumerate(lines, 1):
+        m = mark(text)
+        if m is None:
+            continue
+        if not m.reason:
+            out.append(Hit("H2D000", i, m.col, i, "suppression without a reason: it accepts nothing"))
+        elif unknown_rules(m):
+            out.append(Hit("H2D000", i, m.col, i, f"suppression of unknown rule(s) {', '.join(unknown_rules(m))}"))
+    return out
