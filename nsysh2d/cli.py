@@ -12,6 +12,7 @@ import click
 
 from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
 from .cli_check import check   # commands of their own modules: cli.py stays small
+from .cli_lint import lint
 from .cli_summary import api_summary, threshold
 from .cli_tools import cache_clear, recipe_path
 from .cli_kit import (Group, calls_option, csv_table_option, direction_option, duration, emit,
@@ -43,7 +44,7 @@ def main():
     """
 
 
-for command in (check, api_summary, threshold, cache_clear, recipe_path):
+for command in (check, lint, api_summary, threshold, cache_clear, recipe_path):
     main.add_command(command)
 
 

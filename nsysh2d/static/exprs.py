@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from .values import (CASTS, CPU_KINDS, CREATE, DTYPES, GAPPY, KEEP, PINNED_KINDS, REORDER, SEQ_OPS, V, dotted,
+from .values import (CASTS, CPU_KINDS, CREATE, DERIVED, DTYPES, NEW, GAPPY, KEEP, PINNED_KINDS, REORDER, SEQ_OPS, V, dotted,
                      is_false, is_true, join, kw, subscript_view)
 
 SYNC = {"synchronize", "wait", "wait_event", "wait_stream", "item", "tolist", "query"}
@@ -33,11 +33,13 @@ class Exprs:
         if key is not None and key in self.env:
             return self.env[key]
         attr = node.attr
+        base = self.ev(node.value)
         if attr in ("T", "mT", "H", "mH", "data"):
-            v = self.ev(node.value)
-            return self.reordered(v, node) if attr != "data" else v
-        if key is None:
-            self.ev(node.value)
+            return self.reordered(base, node) if attr != "data" else base
+        if base is not None and base.kind == "obj":
+            v = self.mod.obj_attr(base.how, attr)
+            return replace(v, root=key or "") if v is not None else None
+        if key is None or attr in ("device", "shape", "dtype"):
             return None
         fact = self.mod.fact(self.cls, key, attr)
         return replace(fact, root=key) if fact is not None else None
@@ -112,6 +114,8 @@ class Exprs:
         if isinstance(f, ast.Name):
             if f.id in ("list", "tuple", "sorted"):
                 return V("list", node.lineno, "a Python list")
+            if self.mod.known_class(f.id):
+                return V("obj", node.lineno, f.id)
             helper = self.mod.funcs.get(f.id)
             return self.mod.summary(helper, None) if helper is not None else None
         self.ev(f)
@@ -123,17 +127,23 @@ class Exprs:
             if m == "synchronize":
                 self.synced()
             return None
+        out = kw(node, "out")
+        if out is not None:   # the result is the buffer it was written into
+            v = self.ev(out)
+            self.written(v, node)
+            return v
+        if m in DERIVED:
+            first = node.args[0] if node.args else None
+            parts = [self.ev(e) for e in first.elts] \
+                if m in SEQ_OPS and isinstance(first, (ast.List, ast.Tuple)) else args
+            kinds = {p.kind if p is not None else None for p in parts}
+            return V("gpu") if "gpu" in kinds else (V("pageable", line, f"`torch.{m}` on the host")
+                                                    if parts and kinds <= CPU_KINDS else None)
         if m not in CREATE:
             return None
         if m in ("from_numpy", "frombuffer"):
             src = args[0] if args else None
             return src if src is not None and src.kind in PINNED_KINDS else V("pageable", line, f"`torch.{m}`")
-        if m in SEQ_OPS:
-            first = node.args[0] if node.args else None
-            parts = [self.ev(e) for e in first.elts] if isinstance(first, (ast.List, ast.Tuple)) else [None]
-            kinds = {p.kind if p is not None else None for p in parts}
-            return V("gpu") if "gpu" in kinds else (V("pageable", line, f"`torch.{m}` on the host")
-                                                    if kinds <= CPU_KINDS else None)
         dev_node, pin = kw(node, "device"), kw(node, "pin_memory")
         dev = self.device_of(dev_node) if dev_node is not None else "cpu"
         if dev != "cpu":
@@ -171,6 +181,13 @@ class Exprs:
             return obj
         if obj is None:
             return None
+        if m in NEW:   # like the object unless told otherwise
+            pin, dev = kw(node, "pin_memory"), kw(node, "device")
+            if dev is not None:
+                return V("gpu") if self.device_of(dev) != "cpu" else V("pageable", line, f"`.{m}()`")
+            if pin is not None and not is_false(pin):
+                return self.pinned_here(node, f"`.{m}(..., pin_memory=...)`")
+            return V("gpu") if obj.kind == "gpu" else V("pageable", line, f"`.{m}()`")
         if m.endswith("_") and not m.startswith("_"):
             self.written(obj, node)
             return obj

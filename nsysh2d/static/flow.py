@@ -3,7 +3,7 @@
 Branches are walked each from the same state and joined (values.join); a loop body is walked twice, so that a
 write at the top of the next iteration meets the copy at its bottom; nothing is walked more than that (a nested
 loop below depth 2 once), so the cost is linear in the function's size. Helpers of the same module (and methods of
-the same class through `self.`) give their return value, analyzed once each.
+the same class through `self.`) give their return value, analyzed once each (facts.Module.summary).
 """
 from __future__ import annotations
 
@@ -26,87 +26,6 @@ class Hit:
     col: int
     end_line: int
     message: str
-
-
-class Module:
-    """One file: its torch/numpy names, its functions and classes, and what attributes hold (class facts from the
-    file, name facts from every file of the run)."""
-
-    def __init__(self, tree: ast.Module, facts: dict):
-        self.torch, self.numpy = {"torch"}, {"np", "numpy"}
-        self.funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        self.classes: dict[str, ast.ClassDef] = {}
-        self.functions: list[tuple] = []          # (function, its class or None), every one in the file
-        self.self_stores: dict[str, list] = {}    # class name -> its `self.X = value` assignments
-        self.facts = facts
-        self.class_facts: dict[str, dict] = {}
-        self._summaries: dict[int, V | None] = {}
-        self._index(tree, None, False)
-
-    def _index(self, node, cls, in_func: bool) -> None:
-        """One walk over the file: imports, classes, functions, and the classes' attribute stores."""
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
-                continue
-            if isinstance(child, ast.Import):
-                for a in child.names:
-                    if a.name in ("torch", "numpy"):
-                        (self.torch if a.name == "torch" else self.numpy).add(a.asname or a.name)
-            elif isinstance(child, ast.ClassDef):
-                self.classes[child.name] = child
-                self._index(child, child, False)
-                continue
-            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions.append((child, cls))
-                self._index(child, cls, True)
-                continue
-            elif isinstance(child, ast.Assign) and in_func and cls is not None and len(child.targets) == 1:
-                t = child.targets[0]
-                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
-                    self.self_stores.setdefault(cls.name, []).append((t.attr, child.value))
-            self._index(child, cls, in_func)
-
-    def fact(self, cls: ast.ClassDef | None, key: str, attr: str) -> V | None:
-        if cls is not None and key == f"self.{attr}":
-            own = self.class_facts.get(cls.name)
-            if own is None:
-                self.class_facts[cls.name] = {}   # while it is computed: its own assignments see nothing
-                own = self.class_facts[cls.name] = attribute_facts(self, cls)
-            if attr in own:
-                return own[attr]
-        return self.facts.get(attr)
-
-    def method_of(self, cls, name: str):
-        if cls is None:
-            return None
-        return next((n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name),
-                    None)
-
-    def summary(self, func, cls) -> V | None:
-        """What a helper returns (its own copies are reported where it is analyzed itself)."""
-        if id(func) not in self._summaries:
-            self._summaries[id(func)] = None   # recursion: unknown
-            flow = Flow(self, func, cls, report=False)
-            flow.run()
-            self._summaries[id(func)] = replace(flow.returns, pin_line=0) if flow.returns else None
-        return self._summaries[id(func)]
-
-
-def attribute_facts(mod: Module, cls: ast.ClassDef) -> dict[str, V]:
-    """self.X -> what every `self.X = ...` of the class makes, where that is known and the same kind (a pinned
-    buffer made in __init__ is pinned in the other methods); unknown assignments do not vote."""
-    votes: dict[str, list] = {}
-    probe = Flow(mod, None, cls, report=False)
-    for attr, value in mod.self_stores.get(cls.name, ()):
-        v = probe.ev(value)
-        if v is not None and v.kind != "list":
-            votes.setdefault(attr, []).append(v)
-    out = {}
-    for attr, vs in votes.items():
-        kinds = {v.kind for v in vs}
-        if kinds <= PINNED_KINDS or len(kinds) == 1:
-            out[attr] = replace(vs[0], pin_line=0, root="")
-    return out
 
 
 class Flow(Exprs):
@@ -172,15 +91,17 @@ class Flow(Exprs):
 
     def branches(self, bodies, pin_wins: bool) -> None:
         start, dev0, flight0 = dict(self.env), dict(self.dev), dict(self.in_flight)
-        ends, flights = [], {}
+        ends, kept, added = [], set(flight0), {}
         for body in bodies:
             self.env, self.dev, self.in_flight = dict(start), dict(dev0), dict(flight0)
             self.block(body)
             if not _ends(body):
                 ends.append(self.env)
-            flights.update(self.in_flight)
+            # A wait in any branch counts (`if event is not None: event.synchronize()`); a copy in any branch too.
+            kept &= set(self.in_flight)
+            added.update({k: v for k, v in self.in_flight.items() if flight0.get(k) != v})
         self.env = _merge(ends, pin_wins) if ends else start
-        self.dev, self.in_flight = dev0, flights
+        self.dev, self.in_flight = dev0, {**{k: flight0[k] for k in kept}, **added}
 
     def loop_stmt(self, s) -> None:
         literal = isinstance(getattr(s, "iter", None), (ast.Tuple, ast.List, ast.Set))

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 
 from ..allowlist import accepted, mark, unknown_rules
 from ..fixes import RULES
-from .flow import Flow, Hit, Module, attribute_facts
+from .facts import Facts, Module, attribute_facts
+from .flow import Flow, Hit
 from .values import PINNED_KINDS
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist", "node_modules",
@@ -28,6 +29,27 @@ class Settings:
     exclude: list = field(default_factory=list)
     select: list = field(default_factory=lambda: sorted(RULES))
     ignore: list = field(default_factory=list)
+    root: str = "."   # exclude patterns are relative to this folder (the settings file's, else the current one)
+    project: str | None = None   # the settings file's folder: pass 1 also reads its files (see lint)
+
+    @classmethod
+    def from_config(cls, section: dict, config_path, select=(), ignore=()) -> "Settings":
+        """[tool.nsysh2d.lint] with --select/--ignore over it (the command line wins); bad rule names: BadInput."""
+        from ..errors import BadInput
+
+        s = cls(**{k: list(v) for k, v in section.items()})
+        s.root = os.path.dirname(os.path.abspath(config_path)) if config_path else os.getcwd()
+        s.project = s.root if config_path else None
+        s.select = list(select) or s.select
+        s.ignore = s.ignore + list(ignore)
+        try:
+            s.codes()
+        except ValueError as e:
+            raise BadInput(f"{config_path or 'lint'}: {e}") from None
+        return s
+
+    def rel(self, path: str) -> str:
+        return os.path.relpath(os.path.abspath(path), self.root)
 
     def codes(self) -> set[str]:
         return {rule_code(r) for r in self.select} - {rule_code(r) for r in self.ignore}
@@ -93,11 +115,11 @@ def python_files(paths, settings: Settings) -> tuple[list[str], list[tuple[str, 
     out, errors = [], []
     for p in paths:
         if os.path.isfile(p):
-            if not excluded(p, settings.exclude):
+            if not excluded(settings.rel(p), settings.exclude):
                 out.append(p)
         elif os.path.isdir(p):
             for d, dirs, files in os.walk(p):
-                rel_d = os.path.relpath(d, p)
+                rel_d = settings.rel(d)
                 dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not excluded(os.path.join(rel_d, x),
                                                                                        settings.exclude))
                 for f in sorted(files):
@@ -129,8 +151,8 @@ def lint(paths, settings: Settings | None = None) -> LintResult:
                 trees[f] = ast.parse(text, filename=f)
             except (SyntaxError, ValueError) as e:
                 errors.append((f, f"cannot parse (line {getattr(e, 'lineno', '?')}: {getattr(e, 'msg', e)}); skipped"))
-    mods = {f: Module(t, {}) for f, t in trees.items()}
-    facts = name_facts(m for f, m in mods.items() if "pin_memory" in texts[f])
+    mods = {f: Module(t) for f, t in trees.items()}
+    facts = name_facts([m for f, m in mods.items() if "pin_memory" in texts[f]] + project_modules(settings, texts))
     found, acc = [], []
     for f, text in texts.items():
         lines = text.splitlines()
@@ -149,26 +171,56 @@ def lint(paths, settings: Settings | None = None) -> LintResult:
     return LintResult(sorted(found, key=key), sorted(acc, key=key), errors, len(texts), len(trees))
 
 
+def project_modules(settings: Settings, seen) -> list:
+    """Pass 1 over the rest of the project (the folder of its pyproject.toml) when only some of its files are
+    linted (pre-commit names the changed ones): a buffer class defined in a file not named is still known."""
+    if settings.project is None:
+        return []
+    inside = [p for p in seen if not settings.rel(p).startswith("..")]
+    if len(inside) < len(seen):   # files outside the project: its classes are not theirs
+        return []
+    mine = {os.path.abspath(p) for p in seen}
+    out = []
+    for f in python_files([settings.project], settings)[0]:
+        if os.path.abspath(f) in mine:
+            continue
+        try:
+            with open(f, "rb") as fh:
+                text = fh.read().decode("utf-8")
+            if "pin_memory" in text:
+                out.append(Module(ast.parse(text)))
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            continue   # not linted here: its own run reports it
+    return out
+
+
 def builds_on_device(text: str) -> bool:
     return "device=" in text and ("tensor(" in text or "asarray(" in text)
 
 
-def name_facts(mods) -> dict:
-    """Attribute name -> its value, from every class that assigns it, where all agree (pinned kinds agree)."""
+def name_facts(mods) -> Facts:
+    """Pass 1: per class, what its attributes hold; per attribute name, the value every class agrees on (pinned
+    kinds agree). A class name defined twice in the run is left out."""
     votes: dict[str, list] = {}
+    facts, seen = Facts(), set()
     for mod in mods:
         for cls in mod.classes.values():
-            for attr, v in attribute_facts(mod, cls).items():
+            own = attribute_facts(mod, cls)
+            if cls.name in seen:
+                facts.classes.pop(cls.name, None)
+            else:
+                facts.classes[cls.name] = own
+            seen.add(cls.name)
+            for attr, v in own.items():
                 votes.setdefault(attr, []).append(v)
-    out = {}
     for attr, vs in votes.items():
         kinds = {v.kind for v in vs}
-        if kinds <= PINNED_KINDS or len(kinds) == 1:
-            out[attr] = vs[0]
-    return out
+        if kinds <= PINNED_KINDS or len(kinds) == 1 and "obj" not in kinds:
+            facts.names[attr] = vs[0]
+    return facts
 
 
-def analyze(mod: Module, facts: dict) -> list[Hit]:
+def analyze(mod: Module, facts: Facts) -> list[Hit]:
     mod.facts, mod.class_facts, mod._summaries = facts, {}, {}   # pass 1 ran without the run's facts
     return [h for func, cls in mod.functions for h in Flow(mod, func, cls).run()]
 

@@ -12,6 +12,7 @@ A value is a `V` (or None: unknown, never flagged). Kinds:
   permuted  a dense reordering of pinned memory (`.t()`, `.T`, `.mT`, `.transpose`, `.permute`): `.to()` keeps its
             strides (no temporary), but `copy_` into a differently laid out destination needs one
   gpu       a tensor on an accelerator
+  obj       an instance of a class of the run (`how` names it): its attributes are the class's facts
 `root` names the pinned buffer a view belongs to (for writes after an in-flight copy); `pin_line` marks memory
 pinned by this very code inside a loop (a pinned allocation whenever the caching host allocator grows).
 """
@@ -24,9 +25,12 @@ CPU_KINDS = {"pageable", "ndarray", "maybe", "pinned", "strided", "permuted"}
 PINNED_KINDS = {"pinned", "strided", "permuted"}
 CREATE = {"tensor", "as_tensor", "asarray", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint",
           "linspace", "eye", "empty_strided", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
-          "randn_like", "from_numpy", "frombuffer", "Tensor", "LongTensor", "IntTensor", "FloatTensor", "BoolTensor",
-          "cat", "concat", "concatenate", "stack", "hstack", "vstack", "where", "repeat_interleave"}
+          "randn_like", "from_numpy", "frombuffer", "Tensor", "LongTensor", "IntTensor", "FloatTensor", "BoolTensor"}
+# Ops that compute from their inputs: on the host when every input is (pageable), on the GPU when one is there.
+DERIVED = {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "where", "repeat_interleave", "cumsum",
+           "index_select", "gather", "masked_select", "flatten", "sort", "argsort", "unique", "nonzero", "clamp"}
 SEQ_OPS = {"cat", "concat", "concatenate", "stack", "hstack", "vstack"}
+NEW = {"new_empty", "new_zeros", "new_ones", "new_full", "new_tensor"}
 REORDER = {"t", "transpose", "permute", "swapaxes", "swapdims", "movedim", "moveaxis", "adjoint"}
 GAPPY = {"expand", "expand_as", "unfold", "as_strided", "diagonal", "broadcast_to"}
 KEEP = {"view", "view_as", "unsqueeze", "squeeze", "detach", "flatten", "reshape", "requires_grad_", "data"}
@@ -51,7 +55,7 @@ def join(a: V | None, b: V | None, pin_wins: bool = False) -> V | None:
     whether pinning is available (`if pin_memory:`, `if is_pin_memory_available():`), where the pin wins."""
     if a is None or b is None:
         return None
-    if a == b or a.kind == b.kind and a.kind != "pinned":
+    if a == b or a.kind == b.kind and a.kind not in ("pinned", "obj") or a.kind == b.kind == "obj" and a.how == b.how:
         return a
     kinds = {a.kind, b.kind}
     if kinds <= {"pageable", "ndarray", "maybe"}:
