@@ -1,0 +1,305 @@
+"""`nsysh2d lint` (issue 57): the static check on the project's own Qwen3-VL workload first (the two sites vLLM
+fixed, before and after), then one snippet per rule, suppressions, configuration, every output parsed back, and
+hostile names. Truth is the source text: where a copy is, found by searching the file, never a line number the
+linter gave."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+from nsysh2d.static import Settings, lint
+
+INPUTS = ROOT / "workloads" / "qwen3vl_inputs.py"
+
+
+def line_of(path, needle: str) -> int:
+    hits = [i for i, ln in enumerate(path.read_text().splitlines(), 1) if needle in ln]
+    assert len(hits) == 1, (needle, hits)
+    return hits[0]
+
+
+def run(tmp_path, code: str, name: str = "m.py", **settings):
+    f = tmp_path / name
+    f.write_text(textwrap.dedent(code))
+    return lint([str(f)], Settings(**settings))
+
+
+def codes(result) -> list[tuple[str, int]]:
+    return [(f.code, f.line) for f in result.findings]
+
+
+def marked(tmp_path, name: str = "m.py") -> list[tuple[str, int]]:
+    """(rule, line) of each line the snippet marks `# <- H2D00N` (several marks: several findings)."""
+    lines = (tmp_path / name).read_text().splitlines()
+    return [(m, i) for i, ln in enumerate(lines, 1) for m in re.findall(r"<- (H2D\d{3})", ln)]
+
+
+# ----------------------------------------------------------------------------------------- the real workload
+class Variant(ast.NodeTransformer):
+    """The code one value of `variant` runs: `variant == X`, `variant in (...)` decided, dead branches dropped."""
+
+    def __init__(self, value: str):
+        self.value = value
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if isinstance(node.left, ast.Name) and node.left.id == "variant" and len(node.ops) == 1:
+            right, op = node.comparators[0], node.ops[0]
+            vals = [e.value for e in right.elts] if isinstance(right, ast.Tuple) else [getattr(right, "value", None)]
+            if isinstance(op, (ast.Eq, ast.In)):
+                return ast.Constant(self.value in vals)
+            if isinstance(op, (ast.NotEq, ast.NotIn)):
+                return ast.Constant(self.value not in vals)
+        return node
+
+    def visit_BoolOp(self, node):
+        self.generic_visit(node)
+        consts = [v.value for v in node.values if isinstance(v, ast.Constant)]
+        if isinstance(node.op, ast.And) and False in consts:
+            return ast.Constant(False)
+        rest = [v for v in node.values if not (isinstance(v, ast.Constant) and v.value is True)]
+        return rest[0] if isinstance(node.op, ast.And) and len(rest) == 1 else node
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        if isinstance(node.test, ast.Constant):
+            return (node.body if node.test.value else node.orelse) or [ast.Pass()]
+        return node
+
+
+def variant_source(value: str) -> str:
+    tree = Variant(value).visit(ast.parse(INPUTS.read_text()))
+    return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def test_mrope_positions_before_is_flagged_after_is_not():
+    """MRopeBuffer.copy_to_device: `before` copies `self.cpu[:, :n]` (a strided view of the pinned buffer made in
+    __init__) -> pinned_strided; `after` copies each contiguous row -> nothing."""
+    r = lint([str(INPUTS)])
+    before = line_of(INPUTS, "self.gpu[:, :n].copy_(self.cpu[:, :n], non_blocking=True)")
+    after = line_of(INPUTS, "self.gpu[row, :n].copy_(self.cpu[row, :n], non_blocking=True)")
+    at = {f.line: f for f in r.findings}
+    assert at[before].code == "H2D002" and at[before].source_class == "pinned_strided"
+    assert "self.cpu[:, :n]" in at[before].message
+    assert after not in at
+
+
+@pytest.mark.parametrize("variant, flagged", [("before", True), ("after", False), ("staged", False)])
+def test_vision_position_ids_each_variant(tmp_path, variant, flagged):
+    """vision_inputs_to_device: `before` copies numpy-built ids through torch.from_numpy (pageable); `after` pins
+    them first (a loop over the two arrays: not a per-step loop). Each variant's own code path, linted alone."""
+    f = tmp_path / f"qwen3vl_inputs_{variant}.py"
+    f.write_text(variant_source(variant))
+    r = lint([str(f)])
+    copy = line_of(f, "out.append(t.to(device, non_blocking=True))") if variant != "staged" else None
+    mine = [x for x in r.findings if x.line == copy]
+    assert bool(mine) == flagged, r.findings
+    if flagged:
+        assert mine[0].code == "H2D001" and mine[0].source_class == "pageable" and "torch.from_numpy" in mine[0].message
+    assert not [x for x in r.findings if x.code == "H2D003"]   # the pin of `after` is not per step
+
+
+def test_both_variants_in_one_file_is_pageable_on_some_paths():
+    """Unspecialized, the copy line is reached pinned (after) and pageable (before): flagged, and it says so."""
+    r = lint([str(INPUTS)])
+    copy = line_of(INPUTS, "out.append(t.to(device, non_blocking=True))")
+    f, = [x for x in r.findings if x.line == copy]
+    assert f.code == "H2D001" and "on some paths" in f.message
+
+
+def test_workload_loop_waits_before_rewriting():
+    """workloads/qwen3vl.py rewrites its pinned staging buffers every step after `inputs_copied.synchronize()`
+    (inside `if inputs_copied is not None`): no H2D004 there."""
+    r = lint([str(ROOT / "workloads" / "qwen3vl.py")])
+    assert not [f for f in r.findings if f.code == "H2D004"], r.findings
+
+
+# ----------------------------------------------------------------------------------------- one snippet per rule
+def test_pageable_sources(tmp_path):
+    r = run(tmp_path, """
+        import numpy as np
+        import torch
+
+        def step(arr, ids, device):
+            a = torch.from_numpy(arr).to(device, non_blocking=True)            # <- H2D001
+            b = torch.tensor(ids).cuda(non_blocking=True)                      # <- H2D003
+            c = torch.from_numpy(np.asarray(arr)).to("cuda", non_blocking=True)  # <- H2D001
+            d = torch.zeros(4).to("cpu", non_blocking=True)                    # to the CPU
+            e = torch.zeros(4).to(torch.float16, non_blocking=True)            # a dtype, no copy
+            cpu = "cpu"
+            f = torch.arange(8).to(cpu, non_blocking=True)                     # a CPU device
+            g = torch.zeros(4, pin_memory=True)
+            g.to(device, non_blocking=True)
+            h = torch.cat([torch.from_numpy(arr), torch.ones(2)])
+            dst = torch.empty(6, device=device)
+            dst.copy_(h, non_blocking=True)                                    # <- H2D001
+            z = torch.zeros(3)
+            z.to(device)                                                       # blocking by choice
+    """)
+    assert codes(r) == marked(tmp_path) and len(r.findings) == 4
+    assert all(f.source_class == "pageable" for f in r.findings)
+
+
+def test_pinned_strided_views(tmp_path):
+    r = run(tmp_path, """
+        import torch
+
+        class Buf:
+            def __init__(self, n, device):
+                self.cpu = torch.zeros((3, n + 1), dtype=torch.int64, pin_memory=True)
+                self.gpu = torch.zeros((3, n + 1), dtype=torch.int64, device=device)
+
+            def copy(self, n):
+                self.gpu[:, :n].copy_(self.cpu[:, :n], non_blocking=True)      # <- H2D002 strided
+                self.gpu[0, :n].copy_(self.cpu[0, :n], non_blocking=True)      # a row: contiguous
+                self.gpu[:n].copy_(self.cpu[:n], non_blocking=True)            # leading slice
+                x = self.cpu.t().to("cuda", non_blocking=True)                 # dense reorder, strides kept
+                self.gpu.copy_(self.cpu.t(), non_blocking=True)                # <- H2D002 into another layout
+                self.cpu[:, :n].contiguous().to("cuda", non_blocking=True)     # <- H2D001 a new pageable tensor
+                self.cpu.expand(2, 3, n + 1).to("cuda", non_blocking=True)     # <- H2D002 stride 0
+    """)
+    assert codes(r) == marked(tmp_path) and len(r.findings) == 4
+    assert r.findings[0].source_class == "pinned_strided"
+
+
+def test_pin_memory_per_step(tmp_path):
+    r = run(tmp_path, """
+        import torch
+
+        def train(loader, device):
+            for batch in loader:
+                x = batch.pin_memory()                                         # <- H2D003
+                x.to(device, non_blocking=True)
+
+        def once(t, device):
+            return t.pin_memory().to(device, non_blocking=True)               # no loop here
+
+        def init_buffers(ts, device):
+            for t in ts:
+                t.pin_memory().to(device, non_blocking=True)                  # set-up, not per step
+
+        def two(a, b, device):
+            for t in (a, b):
+                t.pin_memory().to(device, non_blocking=True)                  # a literal pair, not a loop of steps
+    """)
+    assert codes(r) == marked(tmp_path) and len(r.findings) == 1
+    assert r.findings[0].source_class == "pinned" and "cudaHostAlloc" in r.findings[0].fix
+
+
+def test_pinned_rewrite_in_flight(tmp_path):
+    r = run(tmp_path, """
+        import torch
+
+        def loop(batches, dst):
+            buf = torch.empty(1024, pin_memory=True)
+            for b in batches:
+                buf.copy_(b)                                                   # <- H2D004 next step's write
+                dst.copy_(buf, non_blocking=True)
+
+        def waits(batches, dst):
+            buf = torch.empty(1024, pin_memory=True)
+            for b in batches:
+                buf.copy_(b)
+                dst.copy_(buf, non_blocking=True)
+                torch.cuda.current_stream().synchronize()
+
+        def straight(dst, ev):
+            buf = torch.empty(8, pin_memory=True)
+            dst.copy_(buf, non_blocking=True)
+            buf[0] = 1                                                         # <- H2D004
+            ev.synchronize()
+            buf[1] = 2                                                         # after the wait
+    """)
+    assert codes(r) == marked(tmp_path) and len(r.findings) == 2
+
+
+def test_device_tensor_from_host_data(tmp_path):
+    r = run(tmp_path, """
+        import torch
+
+        class Runner:
+            def __init__(self, device):
+                self.table = torch.tensor([1, 2, 3], device=device)           # set-up: once
+
+            def step(self, ids, device):
+                a = torch.tensor([len(ids)], device=device)                    # <- H2D005
+                b = torch.tensor(ids.tolist(), device=device)                  # <- H2D005
+                c = torch.tensor(0, device=device)                             # a scalar
+                d = torch.tensor([1, 2], device="cpu")                         # stays on the host
+    """)
+    assert codes(r) == marked(tmp_path) and len(r.findings) == 2
+
+
+# ----------------------------------------------------------------------------------------- suppression
+def test_suppressions(tmp_path):
+    r = run(tmp_path, """
+        import torch
+
+        def f(a, device):
+            torch.from_numpy(a).to(device, non_blocking=True)  # nsysh2d: ok[H2D001] 16 bytes, once per request
+            torch.from_numpy(a).to(device, non_blocking=True)  # gpu-sync-ok: measured, 2 us
+            torch.from_numpy(a).to(device, non_blocking=True)  # nsysh2d: ok[H2D001]
+            torch.from_numpy(a).to(device, non_blocking=True)  # nsysh2d: ok[pinned_strided] wrong rule
+            # nsysh2d: ok[pageable] the comment may sit on the line above
+            torch.from_numpy(a).to(device, non_blocking=True)
+            torch.from_numpy(a).to(device, non_blocking=True)  # nsysh2d: ok[H2D099] no such rule
+    """)
+    assert [(f.line, f.accepted) for f in r.accepted] == [
+        (5, "16 bytes, once per request"), (6, "measured, 2 us"), (10, "the comment may sit on the line above")]
+    assert sorted(codes(r)) == [("H2D000", 7), ("H2D000", 11), ("H2D001", 7), ("H2D001", 8), ("H2D001", 11)]
+    assert r.exit_code == 1
+
+
+# ----------------------------------------------------------------------------------------- configuration
+SNIPPET = "import torch\ndef f(a, d):\n    return torch.from_numpy(a).to(d, non_blocking=True)\n"
+
+
+def test_config_include_exclude_rules(tmp_path, monkeypatch, cli):
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "pkg").mkdir()
+    for p in ("pkg/a.py", "gen/b.py", "pkg/c.pyx", "pkg/d.py"):
+        (tmp_path / p).write_text(SNIPPET)
+    (tmp_path / "pkg/d.py").write_text(SNIPPET.replace("non_blocking=True)", "non_blocking=True)  # x")
+                                       + "def g(ids, d):\n    return torch.tensor(ids.tolist(), device=d)\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.nsysh2d.lint]\ninclude = ["*.py", "*.pyx"]\nexclude = ["gen"]\n'
+                                             'ignore = ["pageable-device-tensor"]\n')
+    monkeypatch.chdir(tmp_path)
+    out = cli("lint", ".", "--format", "json")
+    doc = json.loads(out.output)["lint"]
+    assert out.exit_code == 1 and sorted({f["path"] for f in doc["findings"]}) == ["./pkg/a.py", "./pkg/c.pyx", "./pkg/d.py"]
+    assert {f["code"] for f in doc["findings"]} == {"H2D001"}
+    # exclude holds for files named on the command line too (pre-commit names them)
+    assert cli("lint", "gen/b.py").exit_code == 0
+    assert cli("lint", ".", "--select", "H2D005", "--ignore", "").exit_code == 0   # the config's ignore stays
+    (tmp_path / "pyproject.toml").write_text('[tool.nsysh2d.lint]\nselect = "H2D001"\n')
+    bad = cli("lint", ".")
+    assert bad.exit_code == 2 and "must be a list of strings" in bad.output
+    (tmp_path / "pyproject.toml").write_text('[tool.nsysh2d.lint]\nselekt = ["H2D001"]\n')
+    assert cli("lint", ".").exit_code == 2
+    (tmp_path / "pyproject.toml").write_text('[tool.nsysh2d.lint]\nselect = ["H2D001"\n')
+    assert cli("lint", ".").exit_code == 2
+    (tmp_path / "pyproject.toml").unlink()
+    assert cli("lint", ".", "--select", "nope").exit_code == 2
+
+
+def test_syntax_error_is_one_line_and_skipped(tmp_path):
+    (tmp_path / "good.py").write_text(SNIPPET)
+    (tmp_path / "bad.py").write_text("import torch\ndef f(:\n    x.to(d, non_blocking=True)\n")
+    p = subprocess.run([sys.executable, "-m", "nsysh2d.cli", "lint", str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    err = p.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("nsysh2d: error: ") and "bad.py" in err[0] and "line 2" in err[0]
+    assert "good.py:3:" in p.stdout   # the other files are still linted
+
+
+def test_clean_exit_zero(tmp_path, cli):
+    (tmp_path / "ok.py").write_text("import torch\ndef f(t, d):\n    return t.pin_memory().to(d, non_blocking=True)\n")
+    out = cli("lint", tmp_path)
+    assert out.exit_code == 0 and "0 finding(s)" in out.output
