@@ -129,7 +129,7 @@ def test_pageable_sources(tmp_path):
 
         def step(arr, ids, device):
             a = torch.from_numpy(arr).to(device, non_blocking=True)            # <- H2D001
-            b = torch.tensor(ids).cuda(non_blocking=True)                      # <- H2D003
+            b = torch.tensor(ids).cuda(non_blocking=True)                      # <- H2D001
             c = torch.from_numpy(np.asarray(arr)).to("cuda", non_blocking=True)  # <- H2D001
             d = torch.zeros(4).to("cpu", non_blocking=True)                    # to the CPU
             e = torch.zeros(4).to(torch.float16, non_blocking=True)            # a dtype, no copy
