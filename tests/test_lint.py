@@ -303,3 +303,105 @@ def test_clean_exit_zero(tmp_path, cli):
     (tmp_path / "ok.py").write_text("import torch\ndef f(t, d):\n    return t.pin_memory().to(d, non_blocking=True)\n")
     out = cli("lint", tmp_path)
     assert out.exit_code == 0 and "0 finding(s)" in out.output
+
+
+# ----------------------------------------------------------------------------------------- outputs
+HOSTILE_REASON = "ok \x1b[2J\u202egnp.exe ::error::forged %0A ##[warning]x"
+
+
+@pytest.fixture
+def hostile_tree(tmp_path):
+    """A file whose name holds a newline, `::`, `,` and `%`, one finding, one site accepted with a hostile reason,
+    and a file that does not parse."""
+    d = tmp_path / "src"
+    d.mkdir()
+    name = "a\n::error file=x,line=1::forged,%0A.py"
+    (d / name).write_text(SNIPPET + "def g(a, d):\n    return torch.from_numpy(a).to(d, non_blocking=True)  "
+                          f"# nsysh2d: ok[H2D001] {HOSTILE_REASON}\n")
+    (d / "broken.py").write_text("def f(:\n    x.to(d, non_blocking=True)\n")
+    return d, name
+
+
+def test_json_document(hostile_tree, cli):
+    d, name = hostile_tree
+    out = cli("lint", d, "--format", "json")
+    doc = json.loads(out.stdout)["lint"]
+    assert out.exit_code == 2   # a file could not be parsed: not a complete verdict
+    f, = doc["findings"]
+    assert f["path"] == str(d / name) and (f["line"], f["code"], f["source_class"]) == (3, "H2D001", "pageable")
+    assert f["fix"].startswith("pin the source")
+    a, = doc["accepted"]
+    assert a["accepted"] == HOSTILE_REASON and a["line"] == 5   # exact in the data
+    assert "\x1b" not in out.stdout and "\u202e" not in out.stdout and "##[" not in out.stdout
+    assert [e["path"] for e in doc["errors"]] == [str(d / "broken.py")]
+    assert set(doc["rules"]) == {"H2D000", "H2D001", "H2D002", "H2D003", "H2D004", "H2D005"}
+
+
+def test_sarif_required_fields(hostile_tree, cli):
+    """SARIF 2.1.0's required properties, checked by hand (no schema validator among the dependencies): log
+    (version, runs), run (tool.driver.name), result (message.text; ruleId naming a rule of the driver),
+    physicalLocation (artifactLocation.uri, a URI reference: percent-encoded), region (startLine >= 1),
+    invocation (executionSuccessful), suppression (kind)."""
+    from urllib.parse import unquote
+
+    d, name = hostile_tree
+    out = cli("lint", d, "--format", "sarif")
+    log = json.loads(out.stdout)
+    assert log["version"] == "2.1.0" and log["$schema"].endswith("sarif-2.1.0.json") and len(log["runs"]) == 1
+    run_ = log["runs"][0]
+    rules = run_["tool"]["driver"]["rules"]
+    assert run_["tool"]["driver"]["name"] == "nsysh2d" and all(r["id"] and r["help"]["text"] for r in rules)
+    assert run_["invocations"][0]["executionSuccessful"] is False
+    note, = run_["invocations"][0]["toolExecutionNotifications"]
+    assert note["message"]["text"] and note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+    found, accepted = run_["results"]
+    for res in (found, accepted):
+        assert res["message"]["text"] and rules[res["ruleIndex"]]["id"] == res["ruleId"] == "H2D001"
+        assert res["level"] in ("none", "note", "warning", "error")
+        loc = res["locations"][0]["physicalLocation"]
+        uri = loc["artifactLocation"]["uri"]
+        assert unquote(uri) == str(d / name) and not any(c in uri for c in "\n ,%:" if c != "%") and "\n" not in uri
+        assert loc["region"]["startLine"] >= 1 and loc["region"]["startColumn"] >= 1
+    assert "suppressions" not in found
+    assert accepted["suppressions"] == [{"kind": "inSource", "justification": accepted["suppressions"][0]["justification"]}]
+    assert "\x1b" not in out.stdout and "\\u001b" not in out.stdout.replace("\\\\", "")   # made visible: \x1b as text
+
+
+def test_github_annotations_one_command_per_line(hostile_tree, cli):
+    d, name = hostile_tree
+    out = cli("lint", d, "--format", "github")
+    lines = out.stdout.splitlines()
+    assert len(lines) == 3 and all(ln.startswith(("::error ", "::notice ")) for ln in lines), lines
+    err, notice, broken = lines
+    props = err.split("::")[1]   # the properties end at the first `::`: the file name cannot forge one
+    assert props.startswith("error file=") and ",line=3,col=" in props and props.count(",") == 4
+    assert "a\\n%3A%3Aerror file=x%2Cline=1%3A%3Aforged%2C%250A.py" in props
+    assert notice.startswith("::notice ") and "accepted in source: ok \\x1b[2J\\u202egnp.exe" in notice
+    assert "##[" not in out.stdout and "\x1b" not in out.stdout and "broken.py" in broken
+
+
+def test_text_lines_are_safe(hostile_tree, cli):
+    d, name = hostile_tree
+    out = cli("lint", d)
+    lines = out.stdout.splitlines()
+    first = lines[0]
+    assert first.endswith("H2D001 [pageable] non_blocking copy from pageable memory (`torch.from_numpy`, line 3): it "
+                          "waits for the GPU work queued on the stream")
+    assert "a\\n::error file=x,line=1::forged,%0A.py:3:" in first   # the newline visible, one line
+    assert not any(ln.lstrip().startswith("::") for ln in lines) and "\x1b" not in out.stdout
+    assert any("accepted: ok \\x1b[2J\\u202egnp.exe" in ln for ln in lines)
+
+
+def test_lint_imports_no_torch_duckdb_polars(tmp_path):
+    """The command and the API run without torch, DuckDB or polars: checked in a fresh interpreter, and in
+    -X importtime's list of every module the command imported."""
+    (tmp_path / "m.py").write_text(SNIPPET)
+    code = ("import sys\nfrom nsysh2d.static import lint\nr = lint([sys.argv[1]])\nassert r.findings\n"
+            "print(sorted(m for m in ('torch', 'duckdb', 'polars', 'numpy', 'pyarrow') if m in sys.modules))")
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "m.py")], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stderr
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "nsysh2d.cli", "lint", str(tmp_path)],
+                       capture_output=True, text=True)
+    imported = {ln.split("|")[-1].strip().split(".")[0] for ln in p.stderr.splitlines() if "|" in ln}
+    assert p.returncode == 1 and "nsysh2d" in imported and "click" in imported
+    assert not imported & {"torch", "duckdb", "polars", "numpy", "pyarrow", "matplotlib"}, imported
