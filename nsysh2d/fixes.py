@@ -69,4 +69,5 @@ RULES = {
     "H2D003": ("pin-memory-per-step", "pinned", "warning", PINNING_COST),
     "H2D004": ("pinned-rewrite-in-flight", "pinned", "error", REWRITE),
     "H2D005": ("pageable-device-tensor", "pageable", "warning", SYNC_BUILD),
+    "H2D006": ("file-backed-non-blocking", "file_backed", "error", FIXES.get("file_backed", FIXES["pageable"])),
 }

@@ -237,6 +237,56 @@ def test_device_tensor_from_host_data(tmp_path):
     assert codes(r) == marked(tmp_path) and len(r.findings) == 2
 
 
+def test_lists_of_host_tensors_and_helpers(tmp_path):
+    """A list filled with `.append` of CPU tensors, or built by a comprehension over a same-class helper that returns
+    torch.from_numpy, and then torch.cat-ed: a pageable CPU tensor (the rotary position ids of the VL models)."""
+    r = run(tmp_path, """
+        import numpy as np
+        import torch
+
+        class Vision:
+            @staticmethod
+            def ids(h, w):
+                return torch.from_numpy(np.stack([np.arange(h), np.arange(w)], axis=-1))
+
+            def by_comprehension(self, grid):
+                pos = [self.ids(h, w) if t == 1 else self.ids(h, w).repeat(t, 1) for t, h, w in grid]
+                return torch.cat(pos, dim=0).to(self.device, non_blocking=True)      # <- H2D001
+
+            def by_append(self, grid, cos):
+                pos = []
+                for t, h, w in grid:
+                    hp = torch.arange(h).unsqueeze(1).expand(-1, w)
+                    pos.append(torch.stack([hp, hp], dim=-1).repeat(t, 1))
+                pos = torch.cat(pos, dim=0)
+                return pos.to(cos.device, non_blocking=True)                         # <- H2D001
+
+            def of_unknown(self, parts):
+                return torch.cat([p for p in parts]).to(self.device, non_blocking=True)
+    """)
+    assert codes(r) == marked(tmp_path) and len(r.findings) == 2
+
+
+def test_file_backed_sources(tmp_path):
+    r = run(tmp_path, """
+        import numpy as np
+        import torch
+        from safetensors import safe_open
+        from safetensors.torch import load_file
+
+        def load(path, device):
+            sd = load_file(path)
+            w = sd["w"].to(device, non_blocking=True)                                # <- H2D006
+            with safe_open(path, framework="pt") as f:
+                b = f.get_tensor("b").to(device, non_blocking=True)                  # <- H2D006
+            m = torch.from_numpy(np.memmap(path, dtype=np.float32)).to(device, non_blocking=True)  # <- H2D006
+            t = torch.load(path, mmap=True)["x"].float().to(device, non_blocking=True)  # <- H2D001
+            u = torch.load(path)["x"].to(device, non_blocking=True)                  # not mapped: unknown
+    """)
+    assert codes(r) == marked(tmp_path) and len(r.findings) == 4
+    assert {f.source_class for f in r.findings if f.code == "H2D006"} == {"file_backed"}
+
+
 # ----------------------------------------------------------------------------------------- suppression
 def test_suppressions(tmp_path):
     r = run(tmp_path, """
@@ -334,7 +384,7 @@ def test_json_document(hostile_tree, cli):
     assert a["accepted"] == HOSTILE_REASON and a["line"] == 5   # exact in the data
     assert "\x1b" not in out.stdout and "\u202e" not in out.stdout and "##[" not in out.stdout
     assert [e["path"] for e in doc["errors"]] == [str(d / "broken.py")]
-    assert set(doc["rules"]) == {"H2D000", "H2D001", "H2D002", "H2D003", "H2D004", "H2D005"}
+    assert set(doc["rules"]) == {"H2D000", "H2D001", "H2D002", "H2D003", "H2D004", "H2D005", "H2D006"}
 
 
 def test_sarif_required_fields(hostile_tree, cli):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
-from .values import (CASTS, CPU_KINDS, CREATE, DERIVED, DTYPES, NEW, GAPPY, KEEP, PINNED_KINDS, REORDER, SEQ_OPS, V, dotted,
-                     is_false, is_true, join, kw, subscript_view)
+from .values import (CASTS, CPU_KINDS, CREATE, DERIVED, DTYPES, GAPPY, KEEP, NEW, PINNED_KINDS, REORDER, SEQ_OPS,
+                     UNPINNED, V, dotted, is_false, is_true, join, kw, subscript_view)
 
 SYNC = {"synchronize", "wait", "wait_event", "wait_stream", "item", "tolist", "query"}
 HOST_NAME = ("cpu", "host", "pinned", "np", "numpy", "staging")
@@ -56,21 +56,27 @@ class Exprs:
             if view == "strided" or base.kind == "strided":
                 return replace(base, kind="strided", line=node.lineno, how=f"`{_short(node)}`", pin_line=0)
             return base
-        return base if base.kind in ("pageable", "ndarray", "maybe", "gpu") else None
+        return base if base.kind in UNPINNED | {"gpu"} else None
 
     def ev_List(self, node):
-        for e in node.elts:
-            self.ev(e)
-        return V("list", node.lineno, "a Python list")
+        vals = [self.ev(e) for e in node.elts]
+        elem = vals[0] if vals else None
+        for v in vals[1:]:
+            elem = join(elem, v)
+        return V("list", node.lineno, "a Python list", elem=elem, empty=not vals)
 
     ev_Tuple = ev_Set = ev_List
 
     def ev_ListComp(self, node):
-        for gen in node.generators:   # the loop variables shadow nothing we track afterwards
+        for gen in node.generators:
             self.ev(gen.iter)
-        return V("list", node.lineno, "a Python list")
+        names = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+        hidden = {k: self.env.pop(k) for k in list(self.env) if k.split(".")[0] in names}   # the loop's own names
+        elem = self.ev(node.elt) if hasattr(node, "elt") else None
+        self.env.update(hidden)
+        return V("list", node.lineno, "a Python list", elem=elem)
 
-    ev_SetComp = ev_GeneratorExp = ev_ListComp
+    ev_SetComp = ev_GeneratorExp = ev_DictComp = ev_ListComp
 
     def ev_Lambda(self, node):
         return None
@@ -106,7 +112,11 @@ class Exprs:
             if mod is not None and mod.split(".")[0] in self.mod.torch:
                 return self.torch_call(mod, f.attr, node, args)
             if mod is not None and mod.split(".")[0] in self.mod.numpy:
-                return V("ndarray", node.lineno, f"`{mod}.{f.attr}`")
+                mapped = f.attr == "memmap" or f.attr == "load" and kw(node, "mmap_mode") is not None \
+                    and not is_false(kw(node, "mmap_mode"))
+                return V("file_backed" if mapped else "ndarray", node.lineno, f"`{mod}.{f.attr}`")
+            if f.attr in ("load_file", "safe_open") and self.mod.safetensors:
+                return self.safetensors(f.attr, node)
             own = self.mod.method_of(self.cls, f.attr) if mod == "self" else None
             if own is not None:
                 return self.mod.summary(own, self.cls)
@@ -114,6 +124,8 @@ class Exprs:
         if isinstance(f, ast.Name):
             if f.id in ("list", "tuple", "sorted"):
                 return V("list", node.lineno, "a Python list")
+            if f.id in ("load_file", "safe_open") and self.mod.safetensors:
+                return self.safetensors(f.id, node)
             if self.mod.known_class(f.id):
                 return V("obj", node.lineno, f.id)
             helper = self.mod.funcs.get(f.id)
@@ -134,14 +146,18 @@ class Exprs:
             return v
         if m in DERIVED:
             first = node.args[0] if node.args else None
-            parts = [self.ev(e) for e in first.elts] \
-                if m in SEQ_OPS and isinstance(first, (ast.List, ast.Tuple)) else args
+            seq = args[0] if args and args[0] is not None and args[0].kind == "list" else None
+            parts = args if m not in SEQ_OPS else [] if seq is None else [seq.elem] if not seq.empty else []
             kinds = {p.kind if p is not None else None for p in parts}
             return V("gpu") if "gpu" in kinds else (V("pageable", line, f"`torch.{m}` on the host")
                                                     if parts and kinds <= CPU_KINDS else None)
+        if m == "from_file" or m == "load" and not is_false(kw(node, "mmap")) and kw(node, "mmap") is not None:
+            return V("file_backed", line, f"`torch.{m}`")
         if m not in CREATE:
             return None
         if m in ("from_numpy", "frombuffer"):
+            if args and args[0] is not None and args[0].kind == "file_backed":
+                return args[0]
             src = args[0] if args else None
             return src if src is not None and src.kind in PINNED_KINDS else V("pageable", line, f"`torch.{m}`")
         dev_node, pin = kw(node, "device"), kw(node, "pin_memory")
@@ -181,6 +197,16 @@ class Exprs:
             return obj
         if obj is None:
             return None
+        if obj.kind == "obj" and obj.how == "safe_open" and m in ("get_tensor", "get_slice"):
+            return V("file_backed", line, "`safe_open(...).get_tensor`")
+        if obj.kind == "list" and m in ("append", "insert", "extend") and args and dotted(node.func.value):
+            new = args[-1].elem if m == "extend" and args[-1] is not None and args[-1].kind == "list" else args[-1]
+            self.env[dotted(node.func.value)] = replace(obj, elem=new if obj.empty else join(obj.elem, new),
+                                                        empty=False)
+            return None
+        if obj.kind == "file_backed":
+            return obj if m in KEEP | GAPPY | REORDER | {"contiguous", "numpy", "narrow", "select"} else \
+                V("pageable", line, f"`.{m}()` of file-backed memory")
         if m in NEW:   # like the object unless told otherwise
             pin, dev = kw(node, "pin_memory"), kw(node, "device")
             if dev is not None:
@@ -206,6 +232,12 @@ class Exprs:
                 return None   # a no-op when the dtype is already that one
             return V("pageable", line, f"`.{m}()` of pinned memory (a new, pageable tensor)")
         return obj if m in KEEP | CASTS | GAPPY else V("pageable", line, f"`.{m}()` of a pageable tensor")
+
+    def safetensors(self, name, node):
+        """safetensors' load_file (a dict of mapped tensors) and safe_open (a handle whose get_tensor maps one)."""
+        if name == "safe_open":
+            return V("obj", node.lineno, "safe_open")
+        return V("file_backed", node.lineno, "`safetensors load_file`")
 
     def to_call(self, obj, m, node, args):
         dev_node = kw(node, "device") or (node.args[0] if node.args else None)
@@ -243,7 +275,7 @@ class Exprs:
         if isinstance(node, ast.Constant) or v is not None and v.kind == "list" and isinstance(node, ast.Tuple) \
                 and all(isinstance(e, ast.Constant) for e in node.elts):
             return False   # a scalar, or a shape-like tuple of constants
-        return v is not None and v.kind in ("list", "ndarray", "pageable", "maybe")
+        return v is not None and v.kind in UNPINNED | {"list"}
 
     def pinned_here(self, node, how):
         per_step = self.loop > 0 and not self.setup

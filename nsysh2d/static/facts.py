@@ -22,6 +22,7 @@ class Module:
 
     def __init__(self, tree: ast.Module, facts: Facts | None = None):
         self.torch, self.numpy = {"torch"}, {"np", "numpy"}
+        self.safetensors = False
         self.funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.classes: dict[str, ast.ClassDef] = {}
         self.functions: list[tuple] = []          # (function, its class or None), every one in the file
@@ -36,7 +37,10 @@ class Module:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
                 continue
+            if isinstance(child, ast.ImportFrom) and (child.module or "").startswith("safetensors"):
+                self.safetensors = True
             if isinstance(child, ast.Import):
+                self.safetensors |= any(a.name.startswith("safetensors") for a in child.names)
                 for a in child.names:
                     if a.name in ("torch", "numpy"):
                         (self.torch if a.name == "torch" else self.numpy).add(a.asname or a.name)

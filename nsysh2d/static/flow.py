@@ -69,9 +69,11 @@ class Flow(Exprs):
             self.loop_stmt(s)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             for item in s.items:
-                self.ev(item.context_expr)
-                if item.optional_vars is not None:
-                    self.bind(item.optional_vars, None, None)
+                if item.optional_vars is None:
+                    self.ev(item.context_expr)
+                if item.optional_vars is not None:   # `with safe_open(...) as f`: the handle itself
+                    v = self.ev(item.context_expr)
+                    self.bind(item.optional_vars, v if v is not None and v.kind == "obj" else None, None)
             self.block(s.body)
         elif isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             self.block(s.body)
@@ -159,6 +161,9 @@ class Flow(Exprs):
             paths = " on some paths" if src.kind == "maybe" else ""
             self.hit("H2D001", node, f"non_blocking copy from pageable memory{paths}{where}: it waits for the GPU "
                                      "work queued on the stream")
+        elif src.kind == "file_backed":
+            self.hit("H2D006", node, f"non_blocking copy from file-backed (memory-mapped) memory{where}: pageable, "
+                                     "so it waits for the GPU work queued on the stream, and may read the disk")
         elif src.kind == "strided" or src.kind == "permuted" and how == "copy_" and not _reordered(dst_node):
             self.hit("H2D002", node, f"non_blocking copy of a strided view of pinned memory{where}: PyTorch copies "
                                      "it through a pageable temporary, which waits for the GPU")

@@ -5,6 +5,8 @@ A value is a `V` (or None: unknown, never flagged). Kinds:
             tensor computed from a CPU one: `.clone()`, arithmetic, `.contiguous()` of a strided view)
   ndarray   a numpy array (pageable)       list   a Python list or tuple (host data)
   maybe     pageable on some paths, pinned on others (a branch that pins; flagged like pageable)
+  file_backed  memory mapped from a file (safetensors' load_file/get_tensor, torch.load(mmap=True), np.memmap,
+            np.load(mmap_mode=...), torch.from_file): pageable, and each first touch may read the disk
   pinned    contiguous pinned memory (`.pin_memory()`, `pin_memory=<anything but False>`, a known pinned buffer,
             a view of one that stays contiguous: leading slices, integer rows)
   strided   a view of pinned memory with gaps (`buf[:, :n]`, `buf[::2]`, `.expand`): every copy of it goes through
@@ -21,7 +23,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
-CPU_KINDS = {"pageable", "ndarray", "maybe", "pinned", "strided", "permuted"}
+CPU_KINDS = {"pageable", "ndarray", "maybe", "file_backed", "pinned", "strided", "permuted"}
+UNPINNED = {"pageable", "ndarray", "maybe", "file_backed"}
 PINNED_KINDS = {"pinned", "strided", "permuted"}
 CREATE = {"tensor", "as_tensor", "asarray", "zeros", "ones", "empty", "full", "arange", "rand", "randn", "randint",
           "linspace", "eye", "empty_strided", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
@@ -48,6 +51,8 @@ class V:
     root: str = ""         # the pinned buffer a view belongs to (dotted name)
     pin_line: int = 0      # pinned by `.pin_memory()`/`pin_memory=` inside a loop of this function (0: no)
     pin_col: int = 0
+    elem: "V | None" = None   # a list's elements (None: unknown)
+    empty: bool = False       # a list with no element yet
 
 
 def join(a: V | None, b: V | None, pin_wins: bool = False) -> V | None:
@@ -55,10 +60,12 @@ def join(a: V | None, b: V | None, pin_wins: bool = False) -> V | None:
     whether pinning is available (`if pin_memory:`, `if is_pin_memory_available():`), where the pin wins."""
     if a is None or b is None:
         return None
-    if a == b or a.kind == b.kind and a.kind not in ("pinned", "obj") or a.kind == b.kind == "obj" and a.how == b.how:
+    if a == b or a.kind == b.kind and a.kind not in ("pinned", "obj", "list") or a.kind == b.kind == "obj" and a.how == b.how:
         return a
     kinds = {a.kind, b.kind}
-    if kinds <= {"pageable", "ndarray", "maybe"}:
+    if kinds == {"list"}:
+        return a if b.empty else b if a.empty else replace(a, elem=join(a.elem, b.elem), empty=False)
+    if kinds <= UNPINNED:
         return a if a.kind == "maybe" else b if b.kind == "maybe" else a
     if kinds <= PINNED_KINDS:
         return a if a.kind != "pinned" else b if b.kind != "pinned" else (a if a.root == b.root else replace(a, root=""))
