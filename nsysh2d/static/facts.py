@@ -23,6 +23,7 @@ class Module:
     def __init__(self, tree: ast.Module, facts: Facts | None = None):
         self.torch, self.numpy = {"torch"}, {"np", "numpy"}
         self.safetensors = False
+        self.classes_for_facts = True   # pass 1 reads this file's classes (files that pin memory)
         self.funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.classes: dict[str, ast.ClassDef] = {}
         self.functions: list[tuple] = []          # (function, its class or None), every one in the file

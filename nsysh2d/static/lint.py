@@ -8,16 +8,15 @@ finding. Only the standard library (ast) is used: no torch, no DuckDB, no polars
 """
 from __future__ import annotations
 
-import ast
 import fnmatch
 import os
 from dataclasses import asdict, dataclass, field
 
 from ..allowlist import accepted, mark, unknown_rules
 from ..fixes import RULES
-from .facts import Facts, Module, attribute_facts
-from .flow import Flow, Hit
-from .values import PINNED_KINDS
+from ..cpus import usable_cpus
+from .flow import Hit
+from .passes import copies, run_passes
 
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist", "node_modules",
              "site-packages", ".eggs", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
@@ -138,91 +137,55 @@ def lint(paths, settings: Settings | None = None) -> LintResult:
     if "ALL" in codes:
         codes = set(RULES)
     files, errors = python_files(paths, settings)
-    texts, trees = {}, {}
+    texts = {}
     for f in files:
         try:
             with open(f, "rb") as fh:
                 texts[f] = fh.read().decode("utf-8")
         except (OSError, UnicodeDecodeError) as e:
             errors.append((f, f"cannot read ({getattr(e, 'strerror', None) or e})"))
-    for f, text in texts.items():
-        if "non_blocking" in text or "pin_memory" in text or builds_on_device(text):
-            try:
-                trees[f] = ast.parse(text, filename=f)
-            except (SyntaxError, ValueError) as e:
-                errors.append((f, f"cannot parse (line {getattr(e, 'lineno', '?')}: {getattr(e, 'msg', e)}); skipped"))
-    mods = {f: Module(t) for f, t in trees.items()}
-    facts = name_facts([m for f, m in mods.items() if "pin_memory" in texts[f]] + project_modules(settings, texts))
+    jobs = {f: t for f, t in texts.items() if "pin_memory" in t or copies(t)}
+    hits_of, parse_errors = run_passes(jobs, project_texts(settings, texts), usable_cpus())
+    errors += sorted(parse_errors)
     found, acc = [], []
     for f, text in texts.items():
-        lines = text.splitlines()
-        hits = analyze(mods[f], facts) if f in trees and ("non_blocking" in text or builds_on_device(text)) else []
+        hits = hits_of.get(f, [])
         if "nsysh2d" in text or "gpu-sync-ok" in text:
-            hits += bare_marks(lines)
+            hits += bare_marks(text.splitlines())
+        if not hits:
+            continue
+        lines = text.splitlines()
         for h in hits:
             if h.code not in codes:
                 continue
             name, cls, level, fix = RULES[h.code]
             reason = accepted(lines, h.line, h.end_line, h.code) if h.code != "H2D000" else None
-            snippet = lines[h.line - 1].strip() if 0 < h.line <= len(lines) else ""
-            (acc if reason else found).append(Finding(f, h.line, h.col + 1, h.end_line, h.code, name, cls, level,
-                                                      h.message, fix, snippet, reason))
+            line = lines[h.line - 1] if 0 < h.line <= len(lines) else ""
+            col = len(line.encode("utf-8")[:h.col].decode("utf-8", "ignore")) + 1   # ast counts UTF-8 bytes
+            (acc if reason else found).append(Finding(f, h.line, col, h.end_line, h.code, name, cls, level,
+                                                      h.message, fix, line.strip(), reason))
     key = lambda x: (x.path, x.line, x.col, x.code)   # noqa: E731
-    return LintResult(sorted(found, key=key), sorted(acc, key=key), errors, len(texts), len(trees))
+    return LintResult(sorted(found, key=key), sorted(acc, key=key), errors, len(texts), len(jobs))
 
 
-def project_modules(settings: Settings, seen) -> list:
-    """Pass 1 over the rest of the project (the folder of its pyproject.toml) when only some of its files are
-    linted (pre-commit names the changed ones): a buffer class defined in a file not named is still known."""
-    if settings.project is None:
-        return []
-    inside = [p for p in seen if not settings.rel(p).startswith("..")]
-    if len(inside) < len(seen):   # files outside the project: its classes are not theirs
-        return []
+def project_texts(settings: Settings, seen) -> dict[str, str]:
+    """Pass 1 also reads the rest of the project (the folder of its pyproject.toml) when only some of its files
+    are linted (pre-commit names the changed ones): a buffer class defined in a file not named is still known."""
+    if settings.project is None or any(settings.rel(p).startswith("..") for p in seen):
+        return {}   # no project, or files outside it: its classes are not theirs
     mine = {os.path.abspath(p) for p in seen}
-    out = []
+    out = {}
     for f in python_files([settings.project], settings)[0]:
         if os.path.abspath(f) in mine:
             continue
         try:
             with open(f, "rb") as fh:
                 text = fh.read().decode("utf-8")
-            if "pin_memory" in text:
-                out.append(Module(ast.parse(text)))
-        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        except (OSError, UnicodeDecodeError):
             continue   # not linted here: its own run reports it
+        if "pin_memory" in text:
+            out[f] = text
     return out
-
-
-def builds_on_device(text: str) -> bool:
-    return "device=" in text and ("tensor(" in text or "asarray(" in text)
-
-
-def name_facts(mods) -> Facts:
-    """Pass 1: per class, what its attributes hold; per attribute name, the value every class agrees on (pinned
-    kinds agree). A class name defined twice in the run is left out."""
-    votes: dict[str, list] = {}
-    facts, seen = Facts(), set()
-    for mod in mods:
-        for cls in mod.classes.values():
-            own = attribute_facts(mod, cls)
-            if cls.name in seen:
-                facts.classes.pop(cls.name, None)
-            else:
-                facts.classes[cls.name] = own
-            seen.add(cls.name)
-            for attr, v in own.items():
-                votes.setdefault(attr, []).append(v)
-    for attr, vs in votes.items():
-        kinds = {v.kind for v in vs}
-        if kinds <= PINNED_KINDS or len(kinds) == 1 and "obj" not in kinds:
-            facts.names[attr] = vs[0]
-    return facts
-
-
-def analyze(mod: Module, facts: Facts) -> list[Hit]:
-    mod.facts, mod.class_facts, mod._summaries = facts, {}, {}   # pass 1 ran without the run's facts
-    return [h for func, cls in mod.functions for h in Flow(mod, func, cls).run()]
 
 
 def bare_marks(lines: list[str]) -> list[Hit]:
