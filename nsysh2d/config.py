@@ -50,7 +50,7 @@ def gate_settings(path: Path | None = None) -> tuple[dict, Path | None]:
     return tool_section("gate", KEYS, path)
 
 
-LINT_KEYS = {"include", "exclude", "select", "ignore"}
+LINT_KEYS = {"include", "exclude", "select", "ignore", "accept-inside"}
 
 
 def lint_settings(path: Path | None = None) -> tuple[dict, Path | None]:

@@ -221,20 +221,46 @@ def test_pinned_rewrite_in_flight(tmp_path):
 
 
 def test_device_tensor_from_host_data(tmp_path):
-    r = run(tmp_path, """
+    """H2D005 is opt-in (select it): a synchronous build of a device tensor from host data, outside set-up code."""
+    code = """
         import torch
 
         class Runner:
             def __init__(self, device):
                 self.table = torch.tensor([1, 2, 3], device=device)           # set-up: once
 
-            def step(self, ids, device):
+            def step(self, ids, device, x):
                 a = torch.tensor([len(ids)], device=device)                    # <- H2D005
-                b = torch.tensor(ids.tolist(), device=device)                  # <- H2D005
+                b = torch.tensor(ids.tolist(), device=self.device)             # <- H2D005
                 c = torch.tensor(0, device=device)                             # a scalar
                 d = torch.tensor([1, 2], device="cpu")                         # stays on the host
-    """)
+                e = torch.tensor([], device=device)                            # no bytes
+                f = torch.tensor([1, 2], device=x.device)                      # x may be a CPU tensor
+                if self._cache is None:
+                    self._cache = torch.tensor([1, 2], device=device)         # lazy, once
+
+            def _warmup_kernels(self, device):
+                def inner():
+                    return torch.tensor([1, 2], device=device)                 # inside set-up
+                return inner()
+    """
+    assert not run(tmp_path, code).findings   # off by default
+    r = run(tmp_path, code, select=["ALL"])
     assert codes(r) == marked(tmp_path) and len(r.findings) == 2
+    assert not run(tmp_path, code, "test_runner.py", select=["ALL"]).findings   # a test file is set-up code
+
+
+def test_accept_inside_a_context(tmp_path):
+    r = run(tmp_path, """
+        import torch
+
+        def f(a, device):
+            with sync_allowed():
+                torch.from_numpy(a).to(device, non_blocking=True)
+            torch.from_numpy(a).to(device, non_blocking=True)                  # <- H2D001
+    """, accept_inside=["sync_allowed"])
+    assert codes(r) == marked(tmp_path) and len(r.findings) == 1
+    assert [(f.line, f.accepted) for f in r.accepted] == [(6, "inside `with sync_allowed()` (accept-inside)")]
 
 
 def test_lists_of_host_tensors_and_helpers(tmp_path):

@@ -163,7 +163,8 @@ class Exprs:
         dev_node, pin = kw(node, "device"), kw(node, "pin_memory")
         dev = self.device_of(dev_node) if dev_node is not None else "cpu"
         if dev != "cpu":
-            if m in ("tensor", "as_tensor", "asarray") and node.args and self.host_data(node.args[0], args[0]):
+            if m in ("tensor", "as_tensor", "asarray") and node.args and self.host_data(node.args[0], args[0]) \
+                    and (dev == "cuda" or not _device_of_unknown(dev_node, self)):
                 self.device_build(node)
             return V("gpu")
         if pin is not None and not is_false(pin):
@@ -272,15 +273,21 @@ class Exprs:
         return None if v is None else "cuda" if v.kind == "gpu" else "cpu" if v.kind in CPU_KINDS else None
 
     def host_data(self, node, v) -> bool:
-        if isinstance(node, ast.Constant) or v is not None and v.kind == "list" and isinstance(node, ast.Tuple) \
-                and all(isinstance(e, ast.Constant) for e in node.elts):
-            return False   # a scalar, or a shape-like tuple of constants
+        if isinstance(node, ast.Constant) or isinstance(node, (ast.List, ast.Tuple)) and not node.elts or \
+                isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts):
+            return False   # a scalar, an empty list (no bytes), or a shape-like tuple of constants
         return v is not None and v.kind in UNPINNED | {"list"}
 
     def pinned_here(self, node, how):
         per_step = self.loop > 0 and not self.setup
         return V("pinned", node.lineno, how, pin_line=node.lineno if per_step else 0,
                  pin_col=node.col_offset if per_step else 0)
+
+
+def _device_of_unknown(dev_node, flow) -> bool:
+    """`device=t.device` where nothing says t is on the GPU (it may be a CPU tensor: a host-side helper)."""
+    return isinstance(dev_node, ast.Attribute) and dev_node.attr == "device" and \
+        not (isinstance(dev_node.value, ast.Name) and dev_node.value.id == "self") and flow.ev(dev_node.value) is None
 
 
 def _short(node) -> str:

@@ -6,7 +6,7 @@ import ast
 from dataclasses import dataclass, field, replace
 
 from .flow import Flow
-from .values import PINNED_KINDS, V
+from .values import PINNED_KINDS, SETUP, V
 
 
 @dataclass
@@ -24,16 +24,18 @@ class Module:
         self.torch, self.numpy = {"torch"}, {"np", "numpy"}
         self.safetensors = False
         self.classes_for_facts = True   # pass 1 reads this file's classes (files that pin memory)
+        self.test_file = False          # test_*.py, *_test.py, testing.py, conftest.py: every function is set-up
+        self.accept_inside: set = set()   # [tool.nsysh2d.lint] accept-inside: context managers that accept
         self.funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.classes: dict[str, ast.ClassDef] = {}
-        self.functions: list[tuple] = []          # (function, its class or None), every one in the file
+        self.functions: list[tuple] = []   # (function, its class or None, inside a set-up function), all of them
         self.self_stores: dict[str, list] = {}    # class name -> its `self.X = value` assignments
         self.facts = facts or Facts()
         self.class_facts: dict[str, dict] = {}
         self._summaries: dict[int, V | None] = {}
         self._index(tree, None, False)
 
-    def _index(self, node, cls, in_func: bool) -> None:
+    def _index(self, node, cls, in_func: bool, in_setup: bool = False) -> None:
         """One walk over the file: imports, classes, functions, and the classes' attribute stores."""
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
@@ -47,17 +49,18 @@ class Module:
                         (self.torch if a.name == "torch" else self.numpy).add(a.asname or a.name)
             elif isinstance(child, ast.ClassDef):
                 self.classes[child.name] = child
-                self._index(child, child, False)
+                self._index(child, child, False, in_setup)
                 continue
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions.append((child, cls))
-                self._index(child, cls, True)
+                setup = in_setup or bool(SETUP.match(child.name))
+                self.functions.append((child, cls, in_setup))
+                self._index(child, cls, True, setup)
                 continue
             elif isinstance(child, ast.Assign) and in_func and cls is not None and len(child.targets) == 1:
                 t = child.targets[0]
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
                     self.self_stores.setdefault(cls.name, []).append((t.attr, child.value))
-            self._index(child, cls, in_func)
+            self._index(child, cls, in_func, in_setup)
 
     def fact(self, cls: ast.ClassDef | None, key: str, attr: str) -> V | None:
         if cls is not None and key == f"self.{attr}":

@@ -8,15 +8,11 @@ the same class through `self.`) give their return value, analyzed once each (fac
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass, replace
 
 from .exprs import Exprs, _host_named, _short
-from .values import CPU_KINDS, PINNED_KINDS, V, dotted, join, mentions_pinning
+from .values import CPU_KINDS, PINNED_KINDS, SETUP, V, dotted, join, mentions_pinning
 
-# Run once, before the steps: a pin, a pinned allocation or a synchronous build here is not paid per step.
-SETUP = re.compile(r"_*(init|setup|build|load|create|make|alloc|register|warm_?up|capture|compile|reset|"
-                   r"from_|configure|prepare_model|profile_run|dummy)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -26,16 +22,20 @@ class Hit:
     col: int
     end_line: int
     message: str
+    accepted: str = ""   # inside a `with` the project accepts (`accept-inside`): the reason
 
 
 class Flow(Exprs):
-    def __init__(self, mod: Module, func, cls, report: bool = True):
+    def __init__(self, mod, func, cls, report: bool = True, setup: bool = False):
         self.mod, self.func, self.cls, self.report = mod, func, cls, report
         self.env: dict[str, V] = {}
         self.dev: dict[str, str] = {}
         self.in_flight: dict[str, int] = {}
         self.loop = self.depth = 0
-        self.setup = func is not None and bool(SETUP.match(func.name))
+        # Set-up (run once, not per step): by its name or an enclosing function's, in a test file, under a lazy
+        # `if x is None:` (self.lazy), or inside a `with` the project accepts (self.inside).
+        self.setup = setup or mod.test_file or func is not None and bool(SETUP.match(func.name))
+        self.lazy, self.inside = 0, []
         self.hits: dict[tuple, Hit] = {}
         self.returns: V | None = None
         self._returned = False
@@ -64,17 +64,23 @@ class Flow(Exprs):
             self.written(self.ev(s.target), s)
         elif isinstance(s, ast.If):
             self.ev(s.test)
+            lazy = _is_none(s.test)
+            self.lazy += lazy
             self.branches([s.body, s.orelse], mentions_pinning(s.test))
+            self.lazy -= lazy
         elif isinstance(s, (ast.For, ast.AsyncFor, ast.While)):
             self.loop_stmt(s)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
+            accepts = [i.context_expr for i in s.items if _call_name(i.context_expr) in self.mod.accept_inside]
             for item in s.items:
                 if item.optional_vars is None:
                     self.ev(item.context_expr)
                 if item.optional_vars is not None:   # `with safe_open(...) as f`: the handle itself
                     v = self.ev(item.context_expr)
                     self.bind(item.optional_vars, v if v is not None and v.kind == "obj" else None, None)
+            self.inside += [f"inside `with {_call_name(a)}()` (accept-inside)" for a in accepts]
             self.block(s.body)
+            del self.inside[len(self.inside) - len(accepts):]
         elif isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
             self.block(s.body)
             self.branches([h.body for h in s.handlers] + [s.orelse], False)
@@ -150,7 +156,8 @@ class Flow(Exprs):
         if self.report:
             ln = line or node.lineno
             key = (code, ln, col if col is not None else node.col_offset)
-            self.hits.setdefault(key, Hit(code, ln, key[2], getattr(node, "end_lineno", ln) if not line else ln, message))
+            self.hits.setdefault(key, Hit(code, ln, key[2], getattr(node, "end_lineno", ln) if not line else ln, message,
+                                          self.inside[-1] if self.inside else ""))
 
     def copied(self, src: V | None, node, how: str, dst_node) -> None:
         """A non_blocking copy to an accelerator (`.to`, `.cuda`, `copy_`) of `src`."""
@@ -186,9 +193,21 @@ class Flow(Exprs):
         self.in_flight.clear()
 
     def device_build(self, node) -> None:
-        if not self.setup and self.func is not None:
+        if not self.setup and not self.lazy and self.func is not None:
             self.hit("H2D005", node, f"`{_short(node.func)}(...)` of host data on the device: a synchronous copy "
                                      "from pageable memory that waits for the stream")
+
+
+def _is_none(test) -> bool:
+    """`if x is None:` / `if self.x is None:` (a lazy initialisation: its body runs once)."""
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) and \
+        isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
+
+
+def _call_name(node) -> str:
+    f = node.func if isinstance(node, ast.Call) else node
+    key = dotted(f)
+    return key.rsplit(".", 1)[-1] if key else ""
 
 
 def _reordered(dst_node) -> bool:

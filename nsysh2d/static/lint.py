@@ -18,6 +18,7 @@ from ..cpus import usable_cpus
 from .flow import Hit
 from .passes import copies, run_passes
 
+OPT_IN = {"H2D005"}
 SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache__", "build", "dist", "node_modules",
              "site-packages", ".eggs", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
 
@@ -26,8 +27,11 @@ SKIP_DIRS = {".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", "__pycache_
 class Settings:
     include: list = field(default_factory=lambda: ["*.py"])
     exclude: list = field(default_factory=list)
-    select: list = field(default_factory=lambda: sorted(RULES))
+    # H2D005 (a synchronous build of a device tensor from host data) is opt-in: most such calls in a large code
+    # base are one-time set-up the text cannot tell from a step (docs/lint.md, "Precision").
+    select: list = field(default_factory=lambda: sorted(set(RULES) - OPT_IN))
     ignore: list = field(default_factory=list)
+    accept_inside: list = field(default_factory=list)   # context managers whose body the project accepts
     root: str = "."   # exclude patterns are relative to this folder (the settings file's, else the current one)
     project: str | None = None   # the settings file's folder: pass 1 also reads its files (see lint)
 
@@ -36,7 +40,7 @@ class Settings:
         """[tool.nsysh2d.lint] with --select/--ignore over it (the command line wins); bad rule names: BadInput."""
         from ..errors import BadInput
 
-        s = cls(**{k: list(v) for k, v in section.items()})
+        s = cls(**{k.replace("-", "_"): list(v) for k, v in section.items()})
         s.root = os.path.dirname(os.path.abspath(config_path)) if config_path else os.getcwd()
         s.project = s.root if config_path else None
         s.select = list(select) or s.select
@@ -145,7 +149,8 @@ def lint(paths, settings: Settings | None = None) -> LintResult:
         except (OSError, UnicodeDecodeError) as e:
             errors.append((f, f"cannot read ({getattr(e, 'strerror', None) or e})"))
     jobs = {f: t for f, t in texts.items() if "pin_memory" in t or copies(t)}
-    hits_of, parse_errors = run_passes(jobs, project_texts(settings, texts), usable_cpus())
+    hits_of, parse_errors = run_passes(jobs, project_texts(settings, texts), usable_cpus(),
+                                       frozenset(settings.accept_inside))
     errors += sorted(parse_errors)
     found, acc = [], []
     for f, text in texts.items():
@@ -159,7 +164,7 @@ def lint(paths, settings: Settings | None = None) -> LintResult:
             if h.code not in codes:
                 continue
             name, cls, level, fix = RULES[h.code]
-            reason = accepted(lines, h.line, h.end_line, h.code) if h.code != "H2D000" else None
+            reason = (accepted(lines, h.line, h.end_line, h.code) or h.accepted) if h.code != "H2D000" else None
             line = lines[h.line - 1] if 0 < h.line <= len(lines) else ""
             col = len(line.encode("utf-8")[:h.col].decode("utf-8", "ignore")) + 1   # ast counts UTF-8 bytes
             (acc if reason else found).append(Finding(f, h.line, col, h.end_line, h.code, name, cls, level,

@@ -27,14 +27,14 @@ def copies(text: str) -> bool:
     return "non_blocking" in text or "device=" in text and _DEVICE_BUILD.search(text) is not None
 
 
-def run_passes(jobs: dict[str, str], fact_only: dict[str, str], cpus: int) -> tuple[dict, list]:
+def run_passes(jobs: dict[str, str], fact_only: dict[str, str], cpus: int, accept_inside=frozenset()) -> tuple[dict, list]:
     """jobs: path -> text of the files to lint that need parsing; fact_only: more files read by pass 1 only.
     Returns ({path: [Hit]}, [(path, problem)])."""
     items = [(p, t, True) for p, t in jobs.items()] + [(p, t, False) for p, t in fact_only.items()]
     size = sum(len(t) for _p, t, _l in items)
     n = min(cpus, max(1, len(items)))
     if n < 2 or size < PARALLEL_BYTES or not hasattr(os, "fork"):
-        shard = Shard(items)
+        shard = Shard(items, accept_inside)
         facts = merge([shard.pass1()])
         return shard.pass2(facts), shard.errors
     import multiprocessing as mp
@@ -46,7 +46,7 @@ def run_passes(jobs: dict[str, str], fact_only: dict[str, str], cpus: int) -> tu
     pipes, procs = [], []
     for part in shards:
         mine, theirs = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(theirs, part), daemon=True)
+        proc = ctx.Process(target=_worker, args=(theirs, part, accept_inside), daemon=True)
         proc.start()
         pipes.append(mine)
         procs.append(proc)
@@ -67,16 +67,19 @@ def run_passes(jobs: dict[str, str], fact_only: dict[str, str], cpus: int) -> tu
     return hits, errors
 
 
-def _worker(conn, items) -> None:
-    shard = Shard(items)
+def _worker(conn, items, accept_inside) -> None:
+    shard = Shard(items, accept_inside)
     conn.send(shard.pass1())
     facts = conn.recv()
     conn.send((shard.pass2(facts), shard.errors))
     conn.close()
 
 
+TEST_FILE = re.compile(r"(^|[/\\])(test_[^/\\]*|[^/\\]*_test|testing|conftest)\.py$")
+
+
 class Shard:
-    def __init__(self, items):
+    def __init__(self, items, accept_inside=frozenset()):
         self.mods, self.lint, self.errors = {}, set(), []
         for path, text, lint_it in items:
             try:
@@ -88,7 +91,10 @@ class Shard:
                 continue
             if lint_it and copies(text):
                 self.lint.add(path)
-            self.mods[path].classes_for_facts = "pin_memory" in text
+            mod = self.mods[path]
+            mod.classes_for_facts = "pin_memory" in text
+            mod.test_file = bool(TEST_FILE.search(path))
+            mod.accept_inside = accept_inside
 
     def pass1(self) -> list[tuple[str, dict]]:
         """(class name, what its attributes hold) for every class of the files that pin memory."""
@@ -100,7 +106,7 @@ class Shard:
         for path in self.lint:
             mod = self.mods[path]
             mod.facts, mod.class_facts, mod._summaries = facts, {}, {}   # pass 1 ran without the run's facts
-            out[path] = [h for func, cls in mod.functions for h in Flow(mod, func, cls).run()]
+            out[path] = [h for func, cls, setup in mod.functions for h in Flow(mod, func, cls, setup=setup).run()]
         return out
 
 

@@ -21,6 +21,7 @@ pinned by this very code inside a loop (a pinned allocation whenever the caching
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, replace
 
 CPU_KINDS = {"pageable", "ndarray", "maybe", "file_backed", "pinned", "strided", "permuted"}
@@ -38,6 +39,11 @@ REORDER = {"t", "transpose", "permute", "swapaxes", "swapdims", "movedim", "move
 GAPPY = {"expand", "expand_as", "unfold", "as_strided", "diagonal", "broadcast_to"}
 KEEP = {"view", "view_as", "unsqueeze", "squeeze", "detach", "flatten", "reshape", "requires_grad_", "data"}
 CASTS = {"long", "int", "float", "half", "bfloat16", "double", "bool", "short", "byte", "char", "type"}
+# Run once, before the steps (by a function's name, or an enclosing one's): a pin, a pinned allocation or a
+# synchronous build here is not paid per step.
+SETUP = re.compile(r"_*(init|setup|build|load|create|make|alloc|register|warm|capture|compile|reset|from_|"
+                   r"configure|prepare_model|profile_run|dummy|probe|ensure|lazy|test_?)|.*(loader|warmup)",
+                   re.IGNORECASE)
 DTYPES = {"float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16", "int32",
           "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
           "uint16", "uint32", "uint64"}
