@@ -71,3 +71,13 @@ def accepted_at(path: str, line: int, code: str) -> str | None:
     if not lines or line < 1 or line > len(lines):
         return None
     return accepted(lines, line, line, code)
+
+
+def accepted_class_at(path: str, line: int, source_class: str) -> str | None:
+    """A copy of this source class (the runtime checker's or the trace's) accepted at path:line: by a comment
+    naming one of the class's rules, the class itself, or every rule."""
+    for code in [c for c, r in RULES.items() if r[1] == source_class] or ["H2D000"]:
+        reason = accepted_at(path, line, code)
+        if reason:
+            return reason
+    return None
