@@ -9,7 +9,9 @@ A reason is required: a comment without one accepts nothing, and lint reports it
 Light: re, linecache and the rule table only (the runtime checker runs where only torch is installed)."""
 from __future__ import annotations
 
+import ast
 import linecache
+import os
 import re
 from dataclasses import dataclass
 
@@ -67,6 +69,7 @@ def accepted(lines: list[str], first: int, last: int, code: str) -> str | None:
 def accepted_at(path: str, line: int, code: str) -> str | None:
     """The same for a file on disk at one line (the runtime checker's and the gate's sites); None when the file
     cannot be read."""
+    linecache.checkcache(path)   # a file edited since it was read (a long test session, a notebook)
     lines = linecache.getlines(path)
     if not lines or line < 1 or line > len(lines):
         return None
@@ -80,4 +83,58 @@ def accepted_class_at(path: str, line: int, source_class: str) -> str | None:
         reason = accepted_at(path, line, code)
         if reason:
             return reason
+    return None
+
+
+# ------------------------------------------------------------------------------------------ the gate's sites
+_SKIP = {".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages", "build", "dist", ".tox"}
+
+
+def find_source(tail: str, root: str, _index: dict = {}) -> str | None:  # noqa: B006 (a per-process cache)
+    """The file a trace names by its last two parts (`parent/file.py`, sites.py): root/tail, else the one file under
+    root whose path ends so (None when none or several)."""
+    direct = os.path.join(root, tail)
+    if os.path.isfile(direct):
+        return direct
+    key = os.path.abspath(root)
+    if key not in _index:
+        found: dict[str, list] = {}
+        for d, dirs, files in os.walk(root):
+            dirs[:] = [x for x in dirs if x not in _SKIP]
+            for f in files:
+                if f.endswith(".py"):
+                    path = os.path.join(d, f)
+                    found.setdefault("/".join(path.replace(os.sep, "/").split("/")[-2:]), []).append(path)
+        _index[key] = found
+    hits = _index[key].get(tail, [])
+    return hits[0] if len(hits) == 1 else None
+
+
+def accepted_site(site: str | None, site_line: str | None, source_class: str, root: str) -> str | None:
+    """A trace's copy accepted in source: the comment on its line (`parent/file.py:N`), else one inside the function
+    the trace names (`parent/file.py:function`; a trace's line numbers go stale when the file changes, its
+    functions do not): any comment there that covers the copy's class accepts the function's copies of it."""
+    m = re.fullmatch(r"(.+\.py):(\d+)", site_line or "")
+    path = find_source(m.group(1), root) if m else None
+    if path is not None:
+        reason = accepted_class_at(path, int(m.group(2)), source_class)
+        if reason:
+            return reason
+    m = re.fullmatch(r"(.+\.py):([\w.<>]+)", site or "")
+    path = find_source(m.group(1), root) if m else None
+    if path is None:
+        return None
+    linecache.checkcache(path)
+    lines = linecache.getlines(path)
+    try:
+        tree = ast.parse("".join(lines))
+    except (SyntaxError, ValueError):
+        return None
+    name = m.group(2).rsplit(".", 1)[-1]
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == name:
+            for i in range(fn.lineno, fn.end_lineno + 1):
+                reason = accepted_class_at(path, i, source_class)
+                if reason:
+                    return reason
     return None

@@ -11,7 +11,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 KEYS = {"max-long-calls", "min-duration", "max-blocked-per-step", "max-gpu-idle-per-step", "kinds", "direction", "calls", "count", "tolerance",
-        "baseline", "step-pattern", "warmup-steps", "fail-causes"}
+        "baseline", "step-pattern", "warmup-steps", "fail-causes", "source-root"}
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:

@@ -6,10 +6,10 @@ import ast
 from dataclasses import replace
 
 from .values import (CASTS, CPU_KINDS, CREATE, DERIVED, DTYPES, GAPPY, KEEP, NEW, PINNED_KINDS, REORDER, SEQ_OPS,
-                     UNPINNED, V, dotted, is_false, is_true, join, kw, subscript_view)
+                     UNPINNED, V, device_of_unknown, dotted, host_named, is_false, is_true, is_zero, join, kw,
+                     short, subscript_view)
 
 SYNC = {"synchronize", "wait", "wait_event", "wait_stream", "item", "tolist", "query"}
-HOST_NAME = ("cpu", "host", "pinned", "np", "numpy", "staging")
 
 
 class Exprs:
@@ -54,7 +54,7 @@ class Exprs:
             if view == "pageable":
                 return V("pageable", node.lineno, "an indexed copy of pinned memory")
             if view == "strided" or base.kind == "strided":
-                return replace(base, kind="strided", line=node.lineno, how=f"`{_short(node)}`", pin_line=0)
+                return replace(base, kind="strided", line=node.lineno, how=f"`{short(node)}`", pin_line=0)
             return base
         return base if base.kind in UNPINNED | {"gpu"} else None
 
@@ -99,7 +99,7 @@ class Exprs:
         if v is None:
             return None
         if v.kind == "pinned":
-            return replace(v, kind="permuted", line=node.lineno, how=f"`{_short(node)}`", pin_line=0)
+            return replace(v, kind="permuted", line=node.lineno, how=f"`{short(node)}`", pin_line=0)
         return v if v.kind in CPU_KINDS | {"gpu"} else None
 
     # ------------------------------------------------------------------------------------------ calls
@@ -164,7 +164,7 @@ class Exprs:
         dev = self.device_of(dev_node) if dev_node is not None else "cpu"
         if dev != "cpu":
             if m in ("tensor", "as_tensor", "asarray") and node.args and self.host_data(node.args[0], args[0]) \
-                    and (dev == "cuda" or not _device_of_unknown(dev_node, self)):
+                    and (dev == "cuda" or not device_of_unknown(dev_node, self)):
                 self.device_build(node)
             return V("gpu")
         if pin is not None and not is_false(pin):
@@ -190,7 +190,7 @@ class Exprs:
         if m == "copy_":
             src = args[0] if args else None
             nb = is_true(kw(node, "non_blocking")) or (len(node.args) > 1 and is_true(node.args[1]))
-            host_dst = obj is not None and obj.kind in CPU_KINDS or obj is None and _host_named(node.func.value)
+            host_dst = obj is not None and obj.kind in CPU_KINDS or obj is None and host_named(node.func.value)
             if host_dst:
                 self.written(obj, node)
             elif nb:
@@ -225,8 +225,8 @@ class Exprs:
         if m in REORDER:
             return self.reordered(obj, node)
         if obj.kind in PINNED_KINDS:
-            if m in GAPPY or m in ("narrow", "select") and not (node.args and _is_zero(node.args[0])):
-                return replace(obj, kind="strided", line=line, how=f"`{_short(node)}`", pin_line=0)
+            if m in GAPPY or m in ("narrow", "select") and not (node.args and is_zero(node.args[0])):
+                return replace(obj, kind="strided", line=line, how=f"`{short(node)}`", pin_line=0)
             if m in KEEP or m in ("narrow", "select", "numpy", "contiguous") and obj.kind == "pinned":
                 return obj
             if m in CASTS:
@@ -282,29 +282,3 @@ class Exprs:
         per_step = self.loop > 0 and not self.setup
         return V("pinned", node.lineno, how, pin_line=node.lineno if per_step else 0,
                  pin_col=node.col_offset if per_step else 0)
-
-
-def _device_of_unknown(dev_node, flow) -> bool:
-    """`device=t.device` where nothing says t is on the GPU (it may be a CPU tensor: a host-side helper)."""
-    return isinstance(dev_node, ast.Attribute) and dev_node.attr == "device" and \
-        not (isinstance(dev_node.value, ast.Name) and dev_node.value.id == "self") and flow.ev(dev_node.value) is None
-
-
-def _short(node) -> str:
-    text = ast.unparse(node)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _is_zero(node) -> bool:
-    return isinstance(node, ast.Constant) and node.value in (0, -0)
-
-
-def _host_named(node) -> bool:
-    """A destination whose own name says it is host memory (`self.pos_cpu`, `pinned_buf`, `host_ids`): a copy into
-    it is host-to-host."""
-    key = dotted(node.value if isinstance(node, ast.Subscript) else node)
-    if key is None:
-        return False
-    last = key.rsplit(".", 1)[-1].lower()
-    return any(p == last or last.startswith(p + "_") or last.endswith("_" + p) or f"_{p}_" in last
-               for p in HOST_NAME)

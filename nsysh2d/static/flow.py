@@ -10,8 +10,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, replace
 
-from .exprs import Exprs, _host_named, _short
-from .values import CPU_KINDS, PINNED_KINDS, SETUP, V, dotted, join, mentions_pinning
+from .exprs import Exprs
+from .values import CPU_KINDS, PINNED_KINDS, SETUP, V, dotted, host_named, join, mentions_pinning, short
 
 
 
@@ -194,7 +194,7 @@ class Flow(Exprs):
 
     def device_build(self, node) -> None:
         if not self.setup and not self.lazy and self.func is not None:
-            self.hit("H2D005", node, f"`{_short(node.func)}(...)` of host data on the device: a synchronous copy "
+            self.hit("H2D005", node, f"`{short(node.func)}(...)` of host data on the device: a synchronous copy "
                                      "from pageable memory that waits for the stream")
 
 
@@ -215,7 +215,7 @@ def _reordered(dst_node) -> bool:
     return dst_node is not None and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
                                         n.func.attr in ("t", "transpose", "permute") or
                                         isinstance(n, ast.Attribute) and n.attr in ("T", "mT")
-                                        for n in ast.walk(dst_node)) or _host_named(dst_node)
+                                        for n in ast.walk(dst_node)) or host_named(dst_node)
 
 
 def _ends(body) -> bool:

@@ -143,3 +143,32 @@ def subscript_view(index) -> str:
         elif kept:   # an integer (or index tensor) after a kept dimension: a column
             return "strided"
     return "pinned"
+
+
+HOST_NAME = ("cpu", "host", "pinned", "np", "numpy", "staging")
+
+
+def device_of_unknown(dev_node, flow) -> bool:
+    """`device=t.device` where nothing says t is on the GPU (it may be a CPU tensor: a host-side helper)."""
+    return isinstance(dev_node, ast.Attribute) and dev_node.attr == "device" and \
+        not (isinstance(dev_node.value, ast.Name) and dev_node.value.id == "self") and flow.ev(dev_node.value) is None
+
+
+def short(node) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def is_zero(node) -> bool:
+    return isinstance(node, ast.Constant) and node.value in (0, -0)
+
+
+def host_named(node) -> bool:
+    """A destination whose own name says it is host memory (`self.pos_cpu`, `pinned_buf`, `host_ids`): a copy into
+    it is host-to-host."""
+    key = dotted(node.value if isinstance(node, ast.Subscript) else node)
+    if key is None:
+        return False
+    last = key.rsplit(".", 1)[-1].lower()
+    return any(p == last or last.startswith(p + "_") or last.endswith("_" + p) or f"_{p}_" in last
+               for p in HOST_NAME)
