@@ -90,12 +90,18 @@ def accepted_class_at(path: str, line: int, source_class: str) -> str | None:
 _SKIP = {".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages", "build", "dist", ".tox"}
 
 
-def find_source(tail: str, root: str, _index: dict = {}) -> str | None:  # noqa: B006 (a per-process cache)
-    """The file a trace names by its last two parts (`parent/file.py`, sites.py): root/tail, else the one file under
-    root whose path ends so (None when none or several)."""
+def find_source(tail: str, root: str, search: bool = True, _index: dict = {}) -> str | None:  # noqa: B006 (cache)
+    """The file a trace names by its last two parts (`parent/file.py`, sites.py): root/tail, else (search) the one
+    file under root whose path ends so (None when none or several). A name from a trace is untrusted: one that
+    climbs out of root (`..`, absolute) is not read."""
+    parts = tail.replace("\\", "/").split("/")
+    if tail.startswith("/") or ".." in parts or ":" in tail[:3]:
+        return None
     direct = os.path.join(root, tail)
     if os.path.isfile(direct):
         return direct
+    if not search:
+        return None
     key = os.path.abspath(root)
     if key not in _index:
         found: dict[str, list] = {}
@@ -110,18 +116,19 @@ def find_source(tail: str, root: str, _index: dict = {}) -> str | None:  # noqa:
     return hits[0] if len(hits) == 1 else None
 
 
-def accepted_site(site: str | None, site_line: str | None, source_class: str, root: str) -> str | None:
+def accepted_site(site: str | None, site_line: str | None, source_class: str, root: str,
+                  search: bool = True) -> str | None:
     """A trace's copy accepted in source: the comment on its line (`parent/file.py:N`), else one inside the function
     the trace names (`parent/file.py:function`; a trace's line numbers go stale when the file changes, its
     functions do not): any comment there that covers the copy's class accepts the function's copies of it."""
     m = re.fullmatch(r"(.+\.py):(\d+)", site_line or "")
-    path = find_source(m.group(1), root) if m else None
+    path = find_source(m.group(1), root, search) if m else None
     if path is not None:
         reason = accepted_class_at(path, int(m.group(2)), source_class)
         if reason:
             return reason
     m = re.fullmatch(r"(.+\.py):([\w.<>]+)", site or "")
-    path = find_source(m.group(1), root) if m else None
+    path = find_source(m.group(1), root, search) if m else None
     if path is None:
         return None
     linecache.checkcache(path)

@@ -537,3 +537,18 @@ def test_gate_accepts_sites_marked_in_source(tmp_path, cli):
     assert "accepted in source (not counted)" in rule["message"]
     table = cli("gate", trace, "--no-cache", "--source-root", tmp_path).output
     assert "kept: the bug this project measures" in table and "the before variant" in table
+
+
+def test_gate_reads_no_file_outside_the_source_root(tmp_path):
+    """A trace's site names are untrusted: one that climbs out of the source root is not read."""
+    from nsysh2d.allowlist import accepted_site
+
+    (tmp_path / "out.py").write_text("x.to(d, non_blocking=True)  # gpu-sync-ok: outside\n")
+    root = tmp_path / "root"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "in.py").write_text("x.to(d, non_blocking=True)  # gpu-sync-ok: inside\n")
+    assert accepted_site(None, "pkg/in.py:1", "pageable", str(root)) == "inside"
+    assert accepted_site(None, "../out.py:1", "pageable", str(root)) is None
+    assert accepted_site(None, f"{tmp_path}/out.py:1", "pageable", str(root)) is None
+    assert accepted_site(None, "other/in.py:1", "pageable", str(root), search=False) is None
+    assert accepted_site(None, "pkg/in.py:1", "pinned", str(root)) == "inside"   # gpu-sync-ok: any rule

@@ -50,7 +50,8 @@ def split_accepted(offenders: list[dict], rules: Rules) -> tuple[list[dict], lis
 
     root, out, acc = rules.source_root or os.getcwd(), [], []
     for o in offenders:
-        reason = accepted_site(o.get("site"), o.get("site_line"), o.get("source_class") or "", root)
+        reason = accepted_site(o.get("site"), o.get("site_line"), o.get("source_class") or "", root,
+                               search=rules.source_root is not None)   # the current folder: no walk through it
         (acc if reason else out).append({**o, "accepted": reason} if reason else o)
     return out, acc
 
