@@ -313,6 +313,39 @@ def test_file_backed_sources(tmp_path):
     assert {f.source_class for f in r.findings if f.code == "H2D006"} == {"file_backed"}
 
 
+def test_one_changed_file_still_knows_its_package_classes(tmp_path):
+    """pre-commit names only the changed files: a pinned buffer class defined elsewhere in the package (and made by
+    a helper of the runner) is still known, from the file's top package."""
+    pkg = tmp_path / "pkg"
+    (pkg / "worker").mkdir(parents=True)
+    for d in (pkg, pkg / "worker"):
+        (d / "__init__.py").write_text("")
+    (pkg / "utils.py").write_text(textwrap.dedent("""
+        import torch
+
+        class CpuGpu:
+            def __init__(self, *size, device, pin_memory=True):
+                self.cpu = torch.zeros(*size, device="cpu", pin_memory=pin_memory)
+                self.gpu = torch.zeros(*size, device=device)
+    """))
+    runner = pkg / "worker" / "runner.py"
+    runner.write_text(textwrap.dedent("""
+        from pkg.utils import CpuGpu
+
+        class Runner:
+            def __init__(self, n, device):
+                self.pos = self._buffer(3, n + 1)
+
+            def _buffer(self, *size):
+                return CpuGpu(*size, device=self.device)
+
+            def prepare(self, n):
+                self.pos.gpu[:, :n].copy_(self.pos.cpu[:, :n], non_blocking=True)    # <- H2D002
+    """))
+    r = lint([str(runner)])
+    assert codes(r) == marked(pkg / "worker", "runner.py") and r.findings[0].source_class == "pinned_strided"
+
+
 # ----------------------------------------------------------------------------------------- suppression
 def test_suppressions(tmp_path):
     r = run(tmp_path, """

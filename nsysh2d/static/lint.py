@@ -174,13 +174,24 @@ def lint(paths, settings: Settings | None = None) -> LintResult:
 
 
 def project_texts(settings: Settings, seen) -> dict[str, str]:
-    """Pass 1 also reads the rest of the project (the folder of its pyproject.toml) when only some of its files
-    are linted (pre-commit names the changed ones): a buffer class defined in a file not named is still known."""
-    if settings.project is None or any(settings.rel(p).startswith("..") for p in seen):
-        return {}   # no project, or files outside it: its classes are not theirs
+    """Pass 1 also reads the rest of the project when only some of its files are linted (pre-commit names the
+    changed ones), so that a buffer class defined in a file not named is still known: the folder of its
+    pyproject.toml, else the top package of each file named (the highest folder of `__init__.py`s above it)."""
+    if settings.project is not None:
+        if any(settings.rel(p).startswith("..") for p in seen):
+            return {}   # files outside the project: its classes are not theirs
+        roots = {settings.project}
+    else:
+        roots = set()
+        for p in seen:
+            d, top = os.path.dirname(os.path.abspath(p)), None
+            while os.path.isfile(os.path.join(d, "__init__.py")) and os.path.dirname(d) != d:
+                top, d = d, os.path.dirname(d)
+            if top is not None:
+                roots.add(top)
     mine = {os.path.abspath(p) for p in seen}
     out = {}
-    for f in python_files([settings.project], settings)[0]:
+    for f in python_files(sorted(roots), settings)[0]:
         if os.path.abspath(f) in mine:
             continue
         try:

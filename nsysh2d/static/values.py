@@ -42,7 +42,7 @@ CASTS = {"long", "int", "float", "half", "bfloat16", "double", "bool", "short", 
 # Run once, before the steps (by a function's name, or an enclosing one's): a pin, a pinned allocation or a
 # synchronous build here is not paid per step.
 SETUP = re.compile(r"_*(init|setup|build|load|create|make|alloc|register|warm|capture|compile|reset|from_|"
-                   r"configure|prepare_model|profile_run|dummy|probe|ensure|lazy|test_?)|.*(loader|warmup)",
+                   r"configure|prepare_model|profile_run|dummy|probe|ensure|lazy|test_?)|.*(loader|loading|warmup)",
                    re.IGNORECASE)
 DTYPES = {"float", "float16", "float32", "float64", "half", "double", "bfloat16", "int", "int8", "int16", "int32",
           "int64", "long", "short", "uint8", "bool", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2",
