@@ -33,7 +33,10 @@ def run_passes(jobs: dict[str, str], fact_only: dict[str, str], cpus: int, accep
     items = [(p, t, True) for p, t in jobs.items()] + [(p, t, False) for p, t in fact_only.items()]
     size = sum(len(t) for _p, t, _l in items)
     n = min(cpus, max(1, len(items)))
-    if n < 2 or size < PARALLEL_BYTES or not hasattr(os, "fork"):
+    import threading
+
+    # fork only a process of one thread (a lock held by another thread would stay held in the child)
+    if n < 2 or size < PARALLEL_BYTES or not hasattr(os, "fork") or threading.active_count() > 1:
         shard = Shard(items, accept_inside)
         facts = merge([shard.pass1()])
         return shard.pass2(facts), shard.errors
