@@ -585,3 +585,16 @@ def test_gate_reads_no_file_outside_the_source_root(tmp_path):
     assert accepted_site(None, f"{tmp_path}/out.py:1", "pageable", str(root)) is None
     assert accepted_site(None, "other/in.py:1", "pageable", str(root), search=False) is None
     assert accepted_site(None, "pkg/in.py:1", "pinned", str(root)) == "inside"   # gpu-sync-ok: any rule
+
+
+def test_forked_shards_find_what_one_process_finds():
+    """The two passes split over forked workers give the findings of one process (the workloads, threshold 0)."""
+    code = ("import json, sys\nfrom nsysh2d.static import lint, passes\n"
+            "import nsysh2d.static.lint as L\npasses.PARALLEL_BYTES = int(sys.argv[1])\n"
+            "L.usable_cpus = lambda: int(sys.argv[2])\n"
+            "r = lint([sys.argv[3]])\nprint(json.dumps([f.to_json() for f in r.findings]))\n")
+    out = [subprocess.run([sys.executable, "-c", code, limit, cpus, str(ROOT / "workloads")], capture_output=True,
+                          text=True) for limit, cpus in (("0", "2"), ("0", "3"), ("10000000000", "1"))]
+    assert all(p.returncode == 0 for p in out), [p.stderr for p in out]
+    docs = [json.loads(p.stdout) for p in out]
+    assert docs[0] == docs[1] == docs[2] and len(docs[0]) >= 4
