@@ -598,3 +598,14 @@ def test_forked_shards_find_what_one_process_finds():
     assert all(p.returncode == 0 for p in out), [p.stderr for p in out]
     docs = [json.loads(p.stdout) for p in out]
     assert docs[0] == docs[1] == docs[2] and len(docs[0]) >= 4
+
+
+def test_pre_commit_hook_runs_this_command():
+    """.pre-commit-hooks.yaml at the repository root: the hook a project names in three lines (README)."""
+    import yaml
+
+    hook, = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
+    assert hook["id"] == "nsysh2d-lint" and hook["entry"] == "nsysh2d lint" and hook["types"] == ["python"]
+    assert hook["language"] == "python"
+    readme = (ROOT / "README.md").read_text()
+    assert "hooks: [{id: nsysh2d-lint}]" in readme
