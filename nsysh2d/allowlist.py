@@ -10,15 +10,19 @@ Light: re, linecache and the rule table only (the runtime checker runs where onl
 from __future__ import annotations
 
 import ast
+import io
 import linecache
 import os
 import re
+import tokenize
 from dataclasses import dataclass
 
 from .fixes import RULES
 
-_OK = re.compile(r"#\s*nsysh2d:\s*ok\[([^\]]*)\]\s*(.*)$", re.IGNORECASE)
-_VLLM = re.compile(r"#\s*gpu-sync-ok\b:?\s*(.*)$", re.IGNORECASE)
+# At the start of the comment, or of a second comment in it (noqa: E501, then the mark); not quoted in
+# a comment's prose (`` `# nsysh2d: ok[...]` ``).
+_OK = re.compile(r"(?:^|\s)#\s*nsysh2d:\s*ok\[([^\]]*)\]\s*(.*)$", re.IGNORECASE)
+_VLLM = re.compile(r"(?:^|\s)#\s*gpu-sync-ok\b:?\s*(.*)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -35,10 +39,34 @@ class Mark:
         return bool(self.rules & {code.lower(), name, cls})
 
 
-def mark(line: str) -> Mark | None:
-    """The suppression comment on a source line, if any."""
-    if "nsysh2d" not in line and "gpu-sync-ok" not in line:
+def comment_of(line: str) -> str | None:
+    """The comment of one source line (a `#` inside a string is not one), or None."""
+    if "#" not in line:
         return None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(line).readline):
+            if tok.type == tokenize.COMMENT:
+                return tok.string
+    except (tokenize.TokenError, SyntaxError):   # a line that opens a bracket or a string: its tokens so far
+        pass
+    return None
+
+
+def comments(text: str) -> list[tuple[int, int, str]]:
+    """(line, column, text) of every comment of a file (not `#` inside strings and docstrings); none when the file
+    does not tokenize."""
+    try:
+        return [(t.start[0], t.start[1], t.string) for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError):
+        return []
+
+
+def mark(comment: str | None) -> Mark | None:
+    """The suppression a comment makes, if any."""
+    if not comment or "nsysh2d" not in comment and "gpu-sync-ok" not in comment:
+        return None
+    line = comment
     m = _OK.search(line)
     if m:
         names = frozenset(n.strip().lower() for n in m.group(1).split(",") if n.strip())
@@ -59,7 +87,7 @@ def accepted(lines: list[str], first: int, last: int, code: str) -> str | None:
     may sit on any line of the statement, or alone on the line just above it."""
     above = lines[first - 2].strip() if first >= 2 else ""
     span = [lines[i - 1] for i in range(first, min(last, len(lines)) + 1)]
-    for text in span + ([above] if above.startswith("#") else []):
+    for text in [comment_of(t) for t in span] + ([above] if above.startswith("#") else []):
         m = mark(text)
         if m is not None and m.reason and m.covers(code):
             return m.reason

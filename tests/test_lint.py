@@ -359,6 +359,10 @@ def test_suppressions(tmp_path):
             # nsysh2d: ok[pageable] the comment may sit on the line above
             torch.from_numpy(a).to(device, non_blocking=True)
             torch.from_numpy(a).to(device, non_blocking=True)  # nsysh2d: ok[H2D099] no such rule
+            s = "# nsysh2d: ok[H2D001]"  # a string is not a comment; nor is `# nsysh2d: ok[x]` quoted in prose
+            t = '''
+            x.to(device, non_blocking=True)  # nsysh2d: ok[H2D001]
+            '''
     """)
     assert [(f.line, f.accepted) for f in r.accepted] == [
         (5, "16 bytes, once per request"), (6, "measured, 2 us"), (10, "the comment may sit on the line above")]

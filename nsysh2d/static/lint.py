@@ -12,7 +12,7 @@ import fnmatch
 import os
 from dataclasses import asdict, dataclass, field
 
-from ..allowlist import accepted, mark, unknown_rules
+from ..allowlist import accepted, comments, mark, unknown_rules
 from ..fixes import RULES
 from ..cpus import usable_cpus
 from .flow import Hit
@@ -156,7 +156,7 @@ def lint(paths, settings: Settings | None = None) -> LintResult:
     for f, text in texts.items():
         hits = hits_of.get(f, [])
         if "nsysh2d" in text or "gpu-sync-ok" in text:
-            hits += bare_marks(text.splitlines())
+            hits += bare_marks(text)
         if not hits:
             continue
         lines = text.splitlines()
@@ -204,15 +204,15 @@ def project_texts(settings: Settings, seen) -> dict[str, str]:
     return out
 
 
-def bare_marks(lines: list[str]) -> list[Hit]:
+def bare_marks(text: str) -> list[Hit]:
     """Suppression comments that cannot accept anything: no reason, or a rule nsysh2d does not have."""
     out = []
-    for i, text in enumerate(lines, 1):
-        m = mark(text)
+    for line, col, comment in comments(text):
+        m = mark(comment)
         if m is None:
             continue
         if not m.reason:
-            out.append(Hit("H2D000", i, m.col, i, "suppression without a reason: it accepts nothing"))
+            out.append(Hit("H2D000", line, col, line, "suppression without a reason: it accepts nothing"))
         elif unknown_rules(m):
-            out.append(Hit("H2D000", i, m.col, i, f"suppression of unknown rule(s) {', '.join(unknown_rules(m))}"))
+            out.append(Hit("H2D000", line, col, line, f"suppression of unknown rule(s) {', '.join(unknown_rules(m))}"))
     return out
