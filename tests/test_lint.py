@@ -239,6 +239,13 @@ def test_device_tensor_from_host_data(tmp_path):
                 if self._cache is None:
                     self._cache = torch.tensor([1, 2], device=device)         # lazy, once
 
+            def pointers(self, key, ptrs, device):
+                if (t := self._ptrs.get(key)) is not None:
+                    return t
+                t = torch.tensor(ptrs.tolist(), device=device)                 # a cache miss: once per key
+                self._ptrs[key] = t
+                return t
+
             def _warmup_kernels(self, device):
                 def inner():
                     return torch.tensor([1, 2], device=device)                 # inside set-up

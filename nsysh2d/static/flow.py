@@ -68,6 +68,8 @@ class Flow(Exprs):
             self.lazy += lazy
             self.branches([s.body, s.orelse], mentions_pinning(s.test))
             self.lazy -= lazy
+            # `if (x := cache.get(k)) is not None: return x`: what follows runs on a cache miss (once per key)
+            self.lazy += _is_none(s.test, ast.IsNot) and bool(s.body) and isinstance(s.body[-1], ast.Return)
         elif isinstance(s, (ast.For, ast.AsyncFor, ast.While)):
             self.loop_stmt(s)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
@@ -198,9 +200,9 @@ class Flow(Exprs):
                                      "from pageable memory that waits for the stream")
 
 
-def _is_none(test) -> bool:
+def _is_none(test, op=ast.Is) -> bool:
     """`if x is None:` / `if self.x is None:` (a lazy initialisation: its body runs once)."""
-    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) and \
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], op) and \
         isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
 
 
