@@ -49,6 +49,8 @@ class Exprs:
         self.ev(node.slice)
         if base is None:
             return None
+        if base.kind == "list":
+            return base.elem
         if base.kind in PINNED_KINDS:
             view = subscript_view(node.slice)
             if view == "pageable":

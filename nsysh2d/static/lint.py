@@ -166,7 +166,8 @@ def lint(paths, settings: Settings | None = None) -> LintResult:
             name, cls, level, fix = RULES[h.code]
             reason = (accepted(lines, h.line, h.end_line, h.code) or h.accepted) if h.code != "H2D000" else None
             line = lines[h.line - 1] if 0 < h.line <= len(lines) else ""
-            col = len(line.encode("utf-8")[:h.col].decode("utf-8", "ignore")) + 1   # ast counts UTF-8 bytes
+            # ast counts UTF-8 bytes; tokenize (H2D000) characters
+            col = (h.col if h.code == "H2D000" else len(line.encode("utf-8")[:h.col].decode("utf-8", "ignore"))) + 1
             (acc if reason else found).append(Finding(f, h.line, col, h.end_line, h.code, name, cls, level,
                                                       h.message, fix, line.strip(), reason))
     key = lambda x: (x.path, x.line, x.col, x.code)   # noqa: E731
