@@ -146,10 +146,10 @@ class Exprs:
             v = self.ev(out)
             self.written(v, node)
             return v
-        if m in DERIVED:
-            first = node.args[0] if node.args else None
+        if m in DERIVED:   # from the tensors it is given (constants are dims, scalars)
             seq = args[0] if args and args[0] is not None and args[0].kind == "list" else None
-            parts = args if m not in SEQ_OPS else [] if seq is None else [seq.elem] if not seq.empty else []
+            parts = [a for a, n in zip(args, node.args) if not isinstance(n, ast.Constant)] if m not in SEQ_OPS \
+                else [] if seq is None or seq.empty else [seq.elem]
             kinds = {p.kind if p is not None else None for p in parts}
             return V("gpu") if "gpu" in kinds else (V("pageable", line, f"`torch.{m}` on the host")
                                                     if parts and kinds <= CPU_KINDS else None)
