@@ -220,6 +220,37 @@ def test_pinned_rewrite_in_flight(tmp_path):
     assert codes(r) == marked(tmp_path) and len(r.findings) == 2
 
 
+def test_rewrite_through_a_numpy_alias_of_a_pinned_buffer(tmp_path):
+    """`self.np = self.cpu.numpy()` aliases the pinned buffer: a write through `.np` after a copy from `.cpu` in
+    the same loop races it (seen through an object of the class too)."""
+    r = run(tmp_path, """
+        import torch
+
+        class Buf:
+            def __init__(self, n, device):
+                self.cpu = torch.zeros(n, dtype=torch.int64, pin_memory=True)
+                self.np = self.cpu.numpy()
+                self.gpu = torch.zeros(n, dtype=torch.int64, device=device)
+
+        class Runner:
+            def __init__(self, n, device):
+                self.ids = Buf(n, device)
+
+            def steps(self, batches):
+                for b in batches:
+                    self.ids.np[:len(b)] = b                                   # <- H2D004
+                    self.ids.gpu.copy_(self.ids.cpu, non_blocking=True)
+
+            def waits(self, batches, ev):
+                for b in batches:
+                    ev.synchronize()
+                    self.ids.np[:len(b)] = b
+                    self.ids.gpu.copy_(self.ids.cpu, non_blocking=True)
+                    ev.record()
+    """)
+    assert codes(r) == marked(tmp_path) and len(r.findings) == 1
+
+
 def test_device_tensor_from_host_data(tmp_path):
     """H2D005 is opt-in (select it): a synchronous build of a device tensor from host data, outside set-up code."""
     code = """

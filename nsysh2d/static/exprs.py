@@ -38,11 +38,14 @@ class Exprs:
             return self.reordered(base, node) if attr != "data" else base
         if base is not None and base.kind == "obj":
             v = self.mod.obj_attr(base.how, attr)
-            return replace(v, root=key or "") if v is not None else None
+            return replace(v, root=_rooted(v.root, dotted(node.value)) or key or "") if v is not None else None
         if key is None or attr in ("device", "shape", "dtype"):
             return None
         fact = self.mod.fact(self.cls, key, attr)
-        return replace(fact, root=key) if fact is not None else None
+        if fact is None:
+            return None
+        own = key == f"self.{attr}" and fact.root.startswith("self.")   # an alias of another attribute of self
+        return replace(fact, root=fact.root if own else key)
 
     def ev_Subscript(self, node):
         base = self.ev(node.value)
@@ -284,3 +287,9 @@ class Exprs:
         per_step = self.loop > 0 and not self.setup
         return V("pinned", node.lineno, how, pin_line=node.lineno if per_step else 0,
                  pin_col=node.col_offset if per_step else 0)
+
+
+def _rooted(root: str, base: str | None) -> str:
+    """A class's alias (`self.np = self.cpu.numpy()`: root `self.cpu`) seen through an object (`self.pos`):
+    `self.pos.cpu`."""
+    return base + root[4:] if base and root.startswith("self.") else ""

@@ -110,5 +110,6 @@ def attribute_facts(mod: Module, cls: ast.ClassDef) -> dict[str, V]:
     for attr, vs in votes.items():
         kinds = {v.kind for v in vs}
         if kinds <= PINNED_KINDS or len(kinds) == 1:
-            out[attr] = replace(vs[0], pin_line=0, root="")
+            # the root is kept where the attribute aliases another of self (`self.np = self.cpu.numpy()`)
+            out[attr] = replace(vs[0], pin_line=0, root=vs[0].root if vs[0].root.startswith("self.") else "")
     return out
