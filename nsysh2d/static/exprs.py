@@ -284,7 +284,7 @@ class Exprs:
         return v is not None and v.kind in UNPINNED | {"list"}
 
     def pinned_here(self, node, how):
-        per_step = self.loop > 0 and not self.setup
+        per_step = self.loop > 0 and not self.setup and not self.lazy
         return V("pinned", node.lineno, how, pin_line=node.lineno if per_step else 0,
                  pin_col=node.col_offset if per_step else 0)
 
