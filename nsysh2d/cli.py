@@ -12,6 +12,7 @@ import click
 
 from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
 from .cli_check import check   # commands of their own modules: cli.py stays small
+from .cli_lint import lint
 from .cli_summary import api_summary, threshold
 from .cli_tools import cache_clear, recipe_path
 from .cli_kit import (Group, calls_option, csv_table_option, direction_option, duration, emit,
@@ -43,7 +44,7 @@ def main():
     """
 
 
-for command in (check, api_summary, threshold, cache_clear, recipe_path):
+for command in (check, lint, api_summary, threshold, cache_clear, recipe_path):
     main.add_command(command)
 
 
@@ -204,6 +205,8 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
               default="table", show_default=True, help="html: the verdict as a page (redirect it to a file).")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
+@click.option("--source-root", type=click.Path(file_okay=False), help="Where the traced program's source is (default: "
+              "here): a copy whose line says `# nsysh2d: ok[RULE] <reason>` is accepted, listed with its reason.")
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
 @scheduler_option
 @no_cache_option

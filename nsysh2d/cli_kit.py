@@ -27,7 +27,7 @@ def fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
-INPUT_PARAMS = ("reports", "report", "before", "after", "traces", "sweep", "baseline", "config_path")
+INPUT_PARAMS = ("paths", "reports", "report", "before", "after", "traces", "sweep", "baseline", "config_path")
 OUTPUT_PARAMS = {"output": "-o", "junit_path": "--junit", "summary_path": "--summary", "plot_path": "--plot"}
 
 

@@ -11,7 +11,7 @@ except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 KEYS = {"max-long-calls", "min-duration", "max-blocked-per-step", "max-gpu-idle-per-step", "kinds", "direction", "calls", "count", "tolerance",
-        "baseline", "step-pattern", "warmup-steps", "fail-causes"}
+        "baseline", "step-pattern", "warmup-steps", "fail-causes", "source-root"}
 
 
 def find_pyproject(start: Path | None = None) -> Path | None:
@@ -57,21 +57,37 @@ def scheduler_setting(given: str | None) -> str | None:
 
 
 def gate_settings(path: Path | None = None) -> tuple[dict, Path | None]:
+    return tool_section("gate", KEYS, path)
+
+
+LINT_KEYS = {"include", "exclude", "select", "ignore", "accept-inside"}
+
+
+def lint_settings(path: Path | None = None) -> tuple[dict, Path | None]:
+    """[tool.nsysh2d.lint]: lists of strings only (globs, rule codes or names)."""
+    section, p = tool_section("lint", LINT_KEYS, path)
+    for key, value in section.items():
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise BadInput(f"{p}: [tool.nsysh2d.lint] {key} must be a list of strings, not {value!r}")
+    return section, p
+
+
+def tool_section(name: str, keys: set, path: Path | None) -> tuple[dict, Path | None]:
     p = path or find_pyproject()
     if p is None:
         return {}, None
     from .source.files import check_regular
 
     check_regular(p, "the settings file")
-    data = _load(p, "[tool.nsysh2d.gate]")
+    data = _load(p, f"[tool.nsysh2d.{name}]")
     section = data
-    for key in ("tool", "nsysh2d", "gate"):
+    for key in ("tool", "nsysh2d", name):
         section = section.get(key, {})
         if not isinstance(section, dict):
             raise BadInput(f"{p}: [tool.nsysh2d] {key} must be a table of settings, not {section!r}"
-                           if key == "gate" else f"{p}: {key} must be a table, not {section!r}")
-    unknown = set(section) - KEYS
+                           if key == name else f"{p}: {key} must be a table, not {section!r}")
+    unknown = set(section) - keys
     if unknown:
-        raise BadInput(f"{p}: unknown key(s) in [tool.nsysh2d.gate]: {', '.join(sorted(unknown))} "
-                       f"(known: {', '.join(sorted(KEYS))})")
+        raise BadInput(f"{p}: unknown key(s) in [tool.nsysh2d.{name}]: {', '.join(sorted(unknown))} "
+                       f"(known: {', '.join(sorted(keys))})")
     return section, p

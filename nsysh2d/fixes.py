@@ -57,3 +57,25 @@ PINNING_COST = ("`.pin_memory()` pays a pinned allocation (cudaHostAlloc) whenev
                 "pageable copy where it cost less")
 HOST_ALLOC_APIS = ("cudaHostAlloc", "cudaMallocHost", "cudaHostRegister", "cuMemHostAlloc", "cuMemAllocHost",
                    "cuMemHostRegister")
+
+# A write into a pinned source while its non_blocking copy may still be in flight (runtime checker and lint).
+REWRITE = ("record an event after the copy and wait for it (or use another buffer: double buffering) "
+           "before writing the pinned source again; otherwise the GPU may read the new values")
+# A device tensor built from host data (a list, a numpy array, a CPU tensor) in one call: PyTorch makes a pageable
+# CPU tensor and copies it with non_blocking=False, which waits for the GPU work queued on the stream.
+SYNC_BUILD = ("the host data is copied from pageable memory and the call waits for the stream: build it in a pinned "
+              "staging buffer allocated once and copy with `.to(device, non_blocking=True)`, or keep it on the GPU")
+
+# The one rule set of `nsysh2d lint`, the runtime checker and the gate: code -> (name, source class, level, fix).
+# A site accepted in source (`# nsysh2d: ok[<code or name or class>] <reason>`) is accepted by all three
+# (nsysh2d/allowlist.py). The classes are analyze's; H2D003's copy is pinned, its cost the host allocation.
+RULES = {
+    "H2D000": ("suppression-without-reason", "", "error",
+               "say why: `# nsysh2d: ok[RULE] <reason>` (a suppression without a reason does not suppress)"),
+    "H2D001": ("pageable-non-blocking", "pageable", "error", FIXES["pageable"]),
+    "H2D002": ("pinned-strided-view", "pinned_strided", "error", FIXES["pinned_strided"]),
+    "H2D003": ("pin-memory-per-step", "pinned", "warning", PINNING_COST),
+    "H2D004": ("pinned-rewrite-in-flight", "pinned", "error", REWRITE),
+    "H2D005": ("pageable-device-tensor", "pageable", "warning", SYNC_BUILD),
+    "H2D006": ("file-backed-non-blocking", "file_backed", "error", FIXES.get("file_backed", FIXES["pageable"])),
+}

@@ -33,9 +33,25 @@ def no_blocking_h2d(h2d_check):
     return h2d_check
 
 
+_ACCEPTED: dict = {}   # site -> reason: copies accepted in source (nsysh2d/allowlist.py), listed at the end
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _ACCEPTED:
+        terminalreporter.write_line(f"nsysh2d: {len(_ACCEPTED)} non_blocking copy site(s) accepted in source:")
+        for site, reason in sorted(_ACCEPTED.items()):
+            terminalreporter.write_line(f"  {site}: {reason}")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
     result = yield
+    chk = getattr(item, "funcargs", {}).get("no_blocking_h2d") or getattr(item, "funcargs", {}).get("h2d_check")
+    if chk is not None:
+        from .present.safe import terminal
+
+        for c in [c for c in chk.copies if c.accepted] + chk.accepted_rewrites:
+            _ACCEPTED[terminal(c.site_line or c.site)] = terminal(c.accepted)
     chk = getattr(item, "funcargs", {}).get("no_blocking_h2d")
     if chk is not None and (chk.flagged or chk.rewrites):
         lines = [f"{c.site_line or c.site}: {c.source_class} copy of {c.bytes} bytes: {c.fix}" for c in chk.flagged]

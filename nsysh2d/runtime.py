@@ -30,9 +30,10 @@ import sys
 import traceback
 from dataclasses import asdict, dataclass, field
 
+from .allowlist import accepted_at, accepted_class_at
 from .byte_runs import overlap, runs
 from .capture.copy_class import FileMaps, dense, source_class  # noqa: F401  (dense: part of this module's API)
-from .fixes import FIXES
+from .fixes import FIXES, REWRITE
 from .sites import is_library, site_names
 
 FLAGGED = ("pageable", "pinned_strided", "file_backed")
@@ -52,6 +53,7 @@ class Copy:
     src_strides: list[int]
     dtype: str
     fix: str | None = None
+    accepted: str | None = None   # the reason of `# nsysh2d: ok[...] <reason>` on the call site's line
 
 
 @dataclass
@@ -63,8 +65,8 @@ class Rewrite:
     site_line: str | None
     copy_site: str | None
     copy_site_line: str | None
-    fix: str = ("record an event after the copy and wait for it (or use another buffer: double buffering) "
-                "before writing the pinned source again; otherwise the GPU may read the new values")
+    fix: str = REWRITE
+    accepted: str | None = None
 
 
 @dataclass
@@ -73,6 +75,7 @@ class Checker:
     devices: tuple[str, ...] = ("cuda",)
     copies: list[Copy] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
+    accepted_rewrites: list[Rewrite] = field(default_factory=list)   # accepted in source (nsysh2d/allowlist.py)
     # pinned sources whose copy may still be in flight: (byte runs, event, copy's site, its line)
     _in_flight: list[tuple] = field(default_factory=list, repr=False)
     _event = None   # makes the event recorded behind a pinned copy; tests give one that needs no GPU
@@ -130,13 +133,14 @@ class Checker:
         cls = source_class(tuple(src.shape), src.stride(), src.dtype, _pinned(src), dst_shape, dst_strides, dtype)
         if cls == "pageable" and self._maps.is_file(src.data_ptr()):   # a memory-mapped file (safetensors, mmap=True)
             cls = "file_backed"
-        site, line = call_site()
+        site, line, path, lineno = user_frame()
         event = self._record(dst_device(bound, name)) if cls == "pinned" else None
         if event is not None:   # truly async: the GPU reads src later; remember it until the copy is done
             self._in_flight.append((runs(src), event, site, line))
-        self.copies.append(Copy(name, src.numel() * src.element_size(), cls, cls in FLAGGED, site, line,
+        ok = accepted_class_at(path, lineno, cls) if cls in FLAGGED and path else None
+        self.copies.append(Copy(name, src.numel() * src.element_size(), cls, cls in FLAGGED and not ok, site, line,
                                 list(src.shape), list(src.stride()), str(src.dtype).replace("torch.", ""),
-                                FIXES.get(cls) if cls in FLAGGED else None))
+                                FIXES.get(cls) if cls in FLAGGED else None, ok))
 
     def _record(self, device):
         import torch
@@ -163,9 +167,11 @@ class Checker:
             mine = runs(t)
             hit = next((f for f in self._in_flight if overlap(mine, f[0])), None)
             if hit is not None:
-                site, line = call_site()
-                self.rewrites.append(Rewrite(getattr(func, "__name__", str(func)).split(".")[0],
-                                             t.numel() * t.element_size(), site, line, hit[2], hit[3]))
+                site, line, path, lineno = user_frame()
+                ok = accepted_at(path, lineno, "H2D004") if path else None
+                (self.accepted_rewrites if ok else self.rewrites).append(Rewrite(
+                    getattr(func, "__name__", str(func)).split(".")[0], t.numel() * t.element_size(), site, line,
+                    hit[2], hit[3], accepted=ok))
 
     # -------------------------------------------------------------------------------- results
     @property
@@ -178,13 +184,15 @@ class Checker:
         for c in self.copies:
             g = groups.setdefault((c.site_line, c.source_class), {
                 "site": c.site or "(no Python frame)", "site_line": c.site_line, "source_class": c.source_class,
-                "flagged": c.flagged, "calls": 0, "bytes": 0, "fix": c.fix})
+                "flagged": c.flagged, "calls": 0, "bytes": 0, "fix": c.fix, "accepted": c.accepted})
             g["calls"] += 1
             g["bytes"] += c.bytes
         rows = sorted(groups.values(), key=lambda g: (not g["flagged"], -g["bytes"], g["site"]))
         return {"checked": len(self.copies), "flagged": len(self.flagged), "devices": list(self.devices),
                 "by_site": rows, "copies": [asdict(c) for c in self.copies],
-                "rewrites": [asdict(r) for r in self.rewrites]}
+                "rewrites": [asdict(r) for r in self.rewrites],
+                # never silent: each site accepted in source, with its reason
+                "accepted": [g for g in rows if g["accepted"]] + [asdict(r) for r in self.accepted_rewrites]}
 
 
 def _bind(func, args, kwargs) -> dict:
@@ -210,15 +218,16 @@ def _pinned(t) -> bool:
         return False
 
 
-def call_site() -> tuple[str | None, str | None]:
+def user_frame() -> tuple:
     """(site, file:line) of the innermost frame of the user's program (not torch, not nsysh2d, no library),
-    named as the trace analysis names Python sites (sites.py)."""
+    named as the trace analysis names Python sites (sites.py); and that frame's file and line, whose comment may
+    accept the copy (nsysh2d/allowlist.py)."""
     for frame in reversed(traceback.extract_stack()):
         path = os.path.abspath(frame.filename)
         if _TORCH in path or is_library(frame.filename):
             continue
-        return site_names(path, frame.name, frame.lineno)
-    return None, None
+        return (*site_names(path, frame.name, frame.lineno), frame.filename, frame.lineno)
+    return None, None, None, None
 
 
 def run_script(argv: list[str], devices=("cuda",)) -> tuple[Checker, int]:

@@ -134,6 +134,7 @@ def test_the_cache_module_is_a_leaf():
 # Layers, lowest first: what a module may import is at its own layer or below (issue 36: no upward
 # imports). Base modules import only each other; the orchestration and the CLI sit on top of everything.
 LAYERS = [("nsysh2d.errors", "nsysh2d.units", "nsysh2d.cache", "nsysh2d.cpus", "nsysh2d.fixes", "nsysh2d.sites",
+           "nsysh2d.allowlist",
            "nsysh2d.nsys", "nsysh2d.workload", "nsysh2d.torch_profile", "nsysh2d.capture"),
           ("nsysh2d.source",), ("nsysh2d.model",), ("nsysh2d.analyses",), ("nsysh2d.present",)]
 

@@ -218,3 +218,44 @@ def test_rewrites_reach_the_report_the_table_and_the_gate(pinned, tmp_path, caps
     text = output("table", CheckView(doc))
     assert "race tests/test_runtime_check.py:" in text and "may not have read yet" in text
     assert json.loads(output("json", CheckView(doc)))["runtime_check"]["rewrites"][0]["bytes"] == 64
+
+
+def test_a_site_accepted_in_source_is_accepted_and_listed(pinned, tmp_path):
+    """Issue 57: the allowlist of lint. A copy whose line says `# nsysh2d: ok[RULE] reason` (or `# gpu-sync-ok:`)
+    is not flagged; the report, the table and the pytest plugin list it with its reason; a comment without a
+    reason or for another rule accepts nothing."""
+    from nsysh2d.present import CheckView, output
+
+    script = tmp_path / "w.py"
+    script.write_text("import torch\n"
+                      "x = torch.ones(8, 8)\n"
+                      "x.to('meta', non_blocking=True)  # nsysh2d: ok[H2D001] 256 bytes once at start-up\n"
+                      "x[:, :4].to('meta', non_blocking=True)  # gpu-sync-ok: measured 3 us\n"
+                      "x.to('meta', non_blocking=True)  # nsysh2d: ok[H2D001]\n"
+                      "x.to('meta', non_blocking=True)  # nsysh2d: ok[pinned_strided] the wrong rule\n")
+    chk, code = runtime.run_script([str(script)], ("meta",))
+    assert code == 0
+    doc = chk.report()
+    assert doc["checked"] == 4 and doc["flagged"] == 2
+    assert sorted((r["site_line"].rsplit(":", 1)[1], r["accepted"]) for r in doc["accepted"]) == [
+        ("3", "256 bytes once at start-up"), ("4", "measured 3 us")]
+    assert "accepted in source " in output("table", CheckView(doc)) and "measured 3 us" in output("table", CheckView(doc))
+    (tmp_path / "pytest.ini").write_text("[pytest]\nh2d_devices = meta\n")
+    (tmp_path / "test_user.py").write_text(
+        "import torch\n"
+        "def test_ok(no_blocking_h2d):\n"
+        "    torch.ones(4, 4).to('meta', non_blocking=True)  # nsysh2d: ok[pageable] a tiny table, once\n")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path / "test_user.py")],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert "1 passed" in r.stdout and "accepted in source" in r.stdout and "a tiny table, once" in r.stdout, r.stdout
+
+
+def test_a_rewrite_accepted_in_source(pinned):
+    buf = pinned(torch.ones(16))
+    chk = Checker(devices=("meta",))
+    chk._event = _Flight
+    with chk:
+        buf.to("meta", non_blocking=True)
+        buf.fill_(0.0)  # nsysh2d: ok[H2D004] the test waits on the event itself
+    assert not chk.rewrites and [r.accepted for r in chk.accepted_rewrites] == ["the test waits on the event itself"]
+    assert chk.report()["accepted"][0]["op"] == "fill_"

@@ -38,6 +38,29 @@ def _scope(rep: dict, rules: Rules):
     return judged, outside, n, words, lambda t: t.get("step") is not None and t["step"] >= rules.warmup_steps
 
 
+def split_accepted(offenders: list[dict], rules: Rules) -> tuple[list[dict], list[dict]]:
+    """Offending copies whose source line (or function) says `# nsysh2d: ok[RULE] <reason>` are accepted: taken
+    out of the count and listed with their reason (nsysh2d/allowlist.py; the files under --source-root or here)."""
+    import os
+
+    from ..allowlist import accepted_site
+
+    root, out, acc = rules.source_root or os.getcwd(), [], []
+    for o in offenders:
+        reason = accepted_site(o.get("site"), o.get("site_line"), o.get("source_class") or "", root,
+                               search=rules.source_root is not None)   # the current folder: no walk through it
+        (acc if reason else out).append({**o, "accepted": reason} if reason else o)
+    return out, acc
+
+
+def accepted_words(accepted: list[dict], subtracted: int) -> str:
+    if not accepted:
+        return ""
+    sites = dict.fromkeys(f"{o.get('site_line') or o.get('site')} ({o['accepted']})" for o in accepted)
+    how = "not counted" if subtracted else "still counted: they ran during warm-up steps or were not judged"
+    return f"; {len(accepted)} accepted in source ({how}): {', '.join(sites)}"
+
+
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
     count_key, what = rules.count_key, rules.what
     results = []
@@ -54,6 +77,10 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         n = sum(r[count_key] for r in new_rows)
         scope, words = f"{scope} at {match.title}s the baseline does not accept", ""
         offenders = [t for t in offenders if match.key_of(t) not in known]
+    offenders, accepted = split_accepted(offenders, rules)
+    n_acc = len(accepted) if not rules.warmup_steps else 0   # a warm-up call is listed, never subtracted
+    n -= n_acc
+    words += accepted_words(accepted, n_acc)
     t = rep["totals"]
     other = left_out(rep.get("calls", "async"))
     left = (f"; not judged: {t[f'{other}_long_calls']} long {other} copy calls ({t[f'{other}_long_ns'] / 1e6:.2f} ms; "
@@ -61,7 +88,7 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
     results.append(RuleResult(
         "max-long-calls", n <= rules.max_long_calls,
         f"{n} {what} {rep['direction']} copies (>= {rep['min_duration_ns'] / 1000:g} us host time){scope}; "
-        f"allowed {rules.max_long_calls}{words}{left}", offenders if n > rules.max_long_calls else []))
+        f"allowed {rules.max_long_calls}{words}{left}", offenders if n > rules.max_long_calls else [], accepted))
     for name, limit, key, words_of in (
             ("max-blocked-per-step", rules.max_blocked_per_step_ns, rules.time_key, f"host time in {what} copies"),
             ("max-gpu-idle-per-step", rules.max_gpu_idle_per_step_ns, "gpu_idle_ns", "GPU idle during long copies")):
@@ -151,7 +178,9 @@ class Verdict:
         return all(r.passed for r in self.rules)
 
     def to_json(self) -> dict:
-        return {"path": self.path, "passed": self.passed, "rules": [asdict(r) for r in self.rules]}
+        # `accepted` only where a site was accepted in source: outputs without one are as before
+        return {"path": self.path, "passed": self.passed,
+                "rules": [{k: v for k, v in asdict(r).items() if k != "accepted" or v} for r in self.rules]}
 
     @classmethod
     def from_json(cls, d: dict) -> "Verdict":
@@ -222,8 +251,9 @@ class GateSettings:
     step_pattern: str = DEFAULT_STEP_PATTERN
     warmup_steps: int = 0
     fail_causes: tuple = ()
+    source_root: str | None = None
 
-    CONVERT = {"warmup_steps": lambda v: whole(v, "warmup-steps"), "max_long_calls": lambda v: whole(v, "max-long-calls"), "count": text, "min_duration": parse_duration,
+    CONVERT = {"source_root": text, "warmup_steps": lambda v: whole(v, "warmup-steps"), "max_long_calls": lambda v: whole(v, "max-long-calls"), "count": text, "min_duration": parse_duration,
                "max_blocked_per_step": parse_duration, "max_gpu_idle_per_step": parse_duration, "direction": text, "calls": text, "baseline": text,
                "tolerance": lambda v: (parse_fraction(str(v)), str(v))[1],
                "step_pattern": text, "kinds": lambda v: tuple([v] if isinstance(v, str) else v),
@@ -265,7 +295,7 @@ class GateSettings:
                      max_blocked_per_step_ns=self.max_blocked_per_step,
                      max_gpu_idle_per_step_ns=self.max_gpu_idle_per_step, kinds=tuple(self.kinds),
                      tolerance=parse_fraction(self.tolerance), warmup_steps=self.warmup_steps,
-                     fail_causes=tuple(self.fail_causes))
+                     fail_causes=tuple(self.fail_causes), source_root=self.source_root)
 
     def options(self) -> Options:
         return Options(min_ns=self.min_duration, direction=self.direction, top=20, step_pattern=self.step_pattern,

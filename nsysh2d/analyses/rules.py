@@ -15,6 +15,7 @@ class Rules:
     tolerance: float = 0.10            # baseline growth allowed (fraction)
     warmup_steps: int = 0              # with step ranges: the first N steps are not judged
     fail_causes: tuple[str, ...] = ()  # causes of long calls that fail the gate (CAUSES; by_cause.sql)
+    source_root: str | None = None     # where the sites' source files are read (accepted in source); None: cwd
 
     # The report fields and wording the rules use for what they count.
     @property
@@ -41,3 +42,4 @@ class RuleResult:
     passed: bool
     message: str
     offenders: list[dict] = field(default_factory=list)
+    accepted: list[dict] = field(default_factory=list)   # offenders accepted in source, each with its `accepted` reason

@@ -2,6 +2,7 @@
 command hands output() a view (views.py) of its result: the one place a format is chosen."""
 from __future__ import annotations
 
+from .lint import LintView  # noqa: F401
 from .render import Column, Section, cell, document, render_sections, rows_csv, to_json  # noqa: F401
 from .views import (AnalyzeView, ApiSummaryView, CheckView, CompareManyView, CompareRanksView, CompareView,  # noqa: F401
                     GateView, ThresholdView, View)

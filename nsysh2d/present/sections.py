@@ -295,4 +295,6 @@ def check_section(doc: dict) -> Section:
         + [Line("race {}: {} writes pinned memory that the non_blocking copy at {} may not have read yet: {}",
                 r["site_line"] or r["site"] or Trusted("(no Python frame)"), r["op"],
                 r["copy_site_line"] or r["copy_site"] or Trusted("(no Python frame)"), Trusted(r["fix"]))
-           for r in doc.get("rewrites", [])])
+           for r in doc.get("rewrites", [])]
+        + [Line("accepted in source {}: {}", r.get("site_line") or r.get("site"), r["accepted"])
+           for r in doc.get("accepted", [])])
