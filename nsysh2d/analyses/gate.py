@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..errors import EXIT_BAD_INPUT, NsysH2DError
 from ..units import parse_duration, parse_fraction
+from .accepted import accepted_words, split_accepted
 from .baseline import against_baseline, finding_match, read_baseline
 from .options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds, left_out
 from .rules import CAUSES, RuleResult, Rules
@@ -36,29 +37,6 @@ def _scope(rep: dict, rules: Rules):
     words = (f"; judged: copies during {n} of {steps} step ranges{skip}"
              + (f"; {info} {rules.what} copies outside them not judged" if info else ""))
     return judged, outside, n, words, lambda t: t.get("step") is not None and t["step"] >= rules.warmup_steps
-
-
-def split_accepted(offenders: list[dict], rules: Rules) -> tuple[list[dict], list[dict]]:
-    """Offending copies whose source line (or function) says `# nsysh2d: ok[RULE] <reason>` are accepted: taken
-    out of the count and listed with their reason (nsysh2d/allowlist.py; the files under --source-root or here)."""
-    import os
-
-    from ..allowlist import accepted_site
-
-    root, out, acc = rules.source_root or os.getcwd(), [], []
-    for o in offenders:
-        reason = accepted_site(o.get("site"), o.get("site_line"), o.get("source_class") or "", root,
-                               search=rules.source_root is not None)   # the current folder: no walk through it
-        (acc if reason else out).append({**o, "accepted": reason} if reason else o)
-    return out, acc
-
-
-def accepted_words(accepted: list[dict], subtracted: int) -> str:
-    if not accepted:
-        return ""
-    sites = dict.fromkeys(f"{o.get('site_line') or o.get('site')} ({o['accepted']})" for o in accepted)
-    how = "not counted" if subtracted else "still counted: they ran during warm-up steps or were not judged"
-    return f"; {len(accepted)} accepted in source ({how}): {', '.join(sites)}"
 
 
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
