@@ -72,7 +72,7 @@ PIPELINE: tuple[Step, ...] = (
     Step("calls", ("copies", "folded", "fold_stats", "api_raw", "memcpy_raw"),
          ("calls", "copy_stats", "unclaimed_activity"), checkpoint=True),
     # The step scans the runtime table: only when some copy activity no call claims exists.
-    Step("orphans", ("unclaimed_activity", "n.runtime", "n.strings"), ("orphan_stats",),
+    Step("orphans", ("unclaimed_activity", "n.runtime", "n.strings", "n.memcpy_graph"), ("orphan_stats",),
          when=(f"SELECT NOT ({ALL_CLAIMED})", "SELECT EXISTS (SELECT 1 FROM unclaimed_activity)")),
     Step("python_sites", ("calls", "n.nvtx"), ("py_site_names", "python_sites"), prepare=attribution.python_sites),
     Step("labels", ("calls", "python_sites", "n.mem_kind_enum", "n.copy_kind_enum"),

@@ -1,0 +1,154 @@
+"""Issue 54, classes 2, 6 and 10: the gate judges what moved, not labels an editor can change; step ranges cannot
+narrow or dilute the judgement silently; traces that cannot be compared are said to be so (docs/security.md).
+
+Each hostile file is an edited copy of a bundled real trace; the truth it hides is counted by plain SQL (sqlite3)
+or plain JSON arithmetic here, never by nsysh2d. Each edit made the gate PASS on main 687e296."""
+import gzip
+import json
+import sqlite3
+
+import pytest
+
+from conftest import H200, edited_copy, run_cli
+
+PROBE = H200 / "api-probe.sqlite"   # 8 long-blocking pageable copies, 24 step ranges
+QWEN = H200 / "qwen3vl-before.sqlite"   # 8 step ranges; 4 long-blocking copies
+KINETO = H200.parent / "kineto" / "qwen3vl-before.pt.trace.json.gz"
+LONG_ASYNC = ("(SELECT r.rowid FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
+              "WHERE s.value GLOB 'cu*Memcpy*Async*' AND r.end - r.start > 1000000)")
+LONG_COPIES = ("(SELECT m.rowid FROM CUPTI_ACTIVITY_KIND_MEMCPY m JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
+               f"ON r.correlationId = m.correlationId WHERE r.rowid IN {LONG_ASYNC})")
+
+
+def edited(tmp_path, *statements, source=PROBE) -> str:
+    return str(edited_copy(source, tmp_path / "edited.sqlite", *statements))
+
+
+def sql(path, query):
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return con.execute(query).fetchone()[0]
+    finally:
+        con.close()
+
+
+def long_host_to_device_copies(path) -> int:
+    """Async copy calls over 1 ms whose activity moved pageable memory (srcKind 0: CUPTI's id) to the device
+    (dstKind 2), in the call's process, whatever the copy kind says."""
+    return sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r NOT INDEXED JOIN CUPTI_ACTIVITY_KIND_MEMCPY m "
+                     "ON m.correlationId = r.correlationId AND m.globalPid = (r.globalTid / 16777216) * 16777216 "
+                     "WHERE m.srcKind = 0 AND m.dstKind = 2 AND r.end - r.start > 1000000 AND r.nameId IN "
+                     "(SELECT id FROM StringIds WHERE value GLOB 'cu*Memcpy*Async*')")
+
+
+def gate_json(path, *args):
+    r = run_cli("gate", path, "--format", "json", "--no-cache", *args)
+    return r, (json.loads(r.stdout) if r.stdout.strip() else None)
+
+
+def failed(doc) -> dict:
+    return {r["name"]: r["message"] for v in doc["verdicts"] for r in v["rules"] if not r["passed"]}
+
+
+def rule(doc, name) -> dict:
+    return next(r for v in doc["verdicts"] for r in v["rules"] if r["name"] == name)
+
+
+# ------------------------------------------------------------------------------- class 2: what moved, not labels
+@pytest.mark.parametrize("copy_kind,label", [(8, "Device-to-Device"), (2, "Device-to-Host"), (9, "Host-to-Host")])
+def test_a_copy_kind_that_contradicts_the_memory_kinds_fails_the_gate(tmp_path, copy_kind, label):
+    """copyKind edited on the long copies only: the memory kinds still say Pageable -> Device. Main read the
+    direction from the copy kind alone (D2D, D2H: not judged; H2H: judged, but no contradiction named)."""
+    path = edited(tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = {copy_kind} WHERE rowid IN {LONG_COPIES}")
+    assert long_host_to_device_copies(path) == 8
+    assert sql(path, f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE copyKind = {copy_kind} "
+                     "AND srcKind = 0 AND dstKind = 2") == 8
+    r, doc = gate_json(path)
+    assert r.returncode == 1, r.stderr
+    why = failed(doc)
+    assert (f"8 copy calls whose copyKind {copy_kind} ({label}) contradicts their memory kinds srcKind 0 "
+            "(Pageable) -> dstKind 2 (Device)") in why["consistent-trace"], why
+    # the direction comes from the memory kinds: the copies are judged as the H2D copies they are
+    assert "8 long-blocking h2d copies" in why["max-long-calls"], why
+
+
+@pytest.mark.parametrize("table,column,where", [
+    ("ENUM_CUDA_MEMCPY_OPER", "copyKind", "Device-to-Device"),
+    ("ENUM_CUDA_MEM_KIND", "srcKind", "Device"),
+    ("ENUM_CUDA_MEM_KIND", "srcKind", "Pinned"),
+])
+def test_an_id_cupti_does_not_define_fails_the_gate_whatever_the_file_calls_it(tmp_path, table, column, where):
+    """The long copies moved to id 99, which the file's own ENUM table labels as something harmless."""
+    path = edited(tmp_path, f"INSERT INTO {table} (id, name, label) VALUES (99, 'CRAFTED', '{where}')",
+                  f"UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET {column} = 99 WHERE rowid IN {LONG_COPIES}")
+    assert sql(path, f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE {column} = 99") == 8
+    assert sql(path, f"SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_MEMCPY m "
+                     f"ON m.correlationId = r.correlationId WHERE m.{column} = 99 AND r.end - r.start > 1000000") == 8
+    r, doc = gate_json(path)
+    assert r.returncode == 1, r.stderr
+    why = failed(doc)
+    assert "8 copy calls whose memory or copy kind cannot be decoded" in why["classified-copies"], why
+    assert f"{column} 99 (the file's {table} calls it '{where}')" in why["consistent-trace"], why
+
+
+def test_copy_calls_renamed_to_a_graph_launch_excuse_no_copy(tmp_path):
+    """The 8 long calls renamed cudaGraphLaunch (same process, same correlationId): their copies have no graph
+    node id, so no graph made them. Real graph copies carry one (nsys --cuda-graph-trace=node)."""
+    path = edited(tmp_path,
+                  "INSERT INTO StringIds SELECT max(id) + 1, 'cudaGraphLaunch_v10000' FROM StringIds",
+                  "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = (SELECT id FROM StringIds WHERE value = "
+                  f"'cudaGraphLaunch_v10000') WHERE rowid IN {LONG_ASYNC}")
+    # the copies are still there, claimed by a same-process "graph launch", and name no graph node
+    assert sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY m JOIN CUPTI_ACTIVITY_KIND_RUNTIME r "
+                     "ON r.correlationId = m.correlationId AND m.globalPid = (r.globalTid / 16777216) * 16777216 "
+                     "JOIN StringIds s ON s.id = r.nameId WHERE s.value = 'cudaGraphLaunch_v10000' AND m.srcKind = 0 "
+                     "AND m.graphNodeId IS NULL AND r.end - r.start > 1000000") == 8
+    r, doc = gate_json(path)
+    assert r.returncode == 1, r.stderr
+    assert "8 copies that no copy API call claims" in failed(doc)["classified-copies"], doc
+
+
+def test_copies_with_a_graph_node_id_stay_the_graph_launchs(tmp_path):
+    """The excuse still holds for what a graph made: the same copies given a graph node id (as nsys writes a
+    graph's memcpy node) belong to the launch and are not counted as unclaimed."""
+    path = edited(tmp_path,
+                  f"UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET graphNodeId = 1000 + rowid WHERE rowid IN {LONG_COPIES}",
+                  "INSERT INTO StringIds SELECT max(id) + 1, 'cudaGraphLaunch_v10000' FROM StringIds",
+                  "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET nameId = (SELECT id FROM StringIds WHERE value = "
+                  f"'cudaGraphLaunch_v10000') WHERE rowid IN {LONG_ASYNC}")
+    assert sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE graphNodeId IS NOT NULL") == 8
+    doc = json.loads(run_cli("analyze", path, "--format", "json", "--no-cache").stdout)["reports"][0]
+    assert doc["totals"]["activity_without_call"] == 0
+
+
+def kineto_edited(tmp_path, rename) -> str:
+    """qwen3vl-before's Kineto trace with its Pageable -> Device copies renamed by `rename`."""
+    doc = json.loads(gzip.open(KINETO).read())
+    for e in doc["traceEvents"]:
+        if e.get("cat") == "gpu_memcpy" and e.get("name") == "Memcpy HtoD (Pageable -> Device)":
+            e["name"] = rename(e["name"])
+    path = tmp_path / "edited.pt.trace.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return str(path)
+
+
+def long_pageable_kineto(path) -> int:
+    """Plain JSON: GPU copies whose name says Pageable -> Device, whose copy call lasted >= 100 us."""
+    events = json.loads(gzip.open(path).read())["traceEvents"]
+    calls = {e["args"]["correlation"]: e["dur"] for e in events
+             if e.get("cat") == "cuda_runtime" and "Memcpy" in e.get("name", "")}
+    return sum(1 for e in events if e.get("cat") == "gpu_memcpy" and "(Pageable -> Device)" in e.get("name", "")
+               and calls.get(e["args"]["correlation"], 0) >= 100)
+
+
+@pytest.mark.parametrize("rename", [lambda n: n + " ", lambda n: n.replace("HtoD", "XtoY"),
+                                    lambda n: n.replace("Pageable", "Pagable")])
+def test_a_kineto_copy_whose_name_does_not_parse_fails_the_gate(tmp_path, rename):
+    path = kineto_edited(tmp_path, rename)
+    assert long_pageable_kineto(KINETO) == 4   # the copies the edit hides from main's gate (it passed)
+    events = json.loads(gzip.open(path).read())["traceEvents"]
+    assert sum(e.get("name") == rename("Memcpy HtoD (Pageable -> Device)") for e in events) == 13
+    r, doc = gate_json(path)
+    assert r.returncode == 1, r.stderr
+    why = failed(doc)
+    assert "13 copy calls whose memory or copy kind cannot be decoded" in why["classified-copies"], why
