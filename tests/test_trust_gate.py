@@ -152,3 +152,75 @@ def test_a_kineto_copy_whose_name_does_not_parse_fails_the_gate(tmp_path, rename
     assert r.returncode == 1, r.stderr
     why = failed(doc)
     assert "13 copy calls whose memory or copy kind cannot be decoded" in why["classified-copies"], why
+
+
+# ------------------------------------------------------------------------------- class 6: step ranges
+STEP_TID = "(SELECT globalTid FROM NVTX_EVENTS WHERE text = 'step 0')"
+NO_STEPS = "UPDATE NVTX_EVENTS SET text = 'phase' || substr(text, 5) WHERE text GLOB 'step [0-9]*'"
+BLOCKING = ("FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId "
+            "AND m.globalPid = (r.globalTid / 16777216) * 16777216 WHERE m.srcKind = 0 AND m.dstKind = 2 "
+            "AND r.eventClass = 0 AND r.end - r.start > 300000 AND r.end >= m.start AND r.nameId IN "
+            "(SELECT id FROM StringIds WHERE value GLOB 'cu*Memcpy*Async*')")
+
+
+def long_pageable_in_qwen(path) -> int:
+    """qwen3vl-before's 4 long-blocking copies (plain SQL): its async Pageable -> Device calls (CUDA runtime rows,
+    not their backtrace twins) over 300 us that returned after their GPU copy had started."""
+    return sql(path, f"SELECT count(*) {BLOCKING}")
+
+
+def step_ranges(path, where="text GLOB 'step *'") -> int:
+    return sql(path, f"SELECT count(*) FROM NVTX_EVENTS WHERE {where}")
+
+
+def test_one_step_around_the_run_with_a_warmup_step_judges_the_whole_run(tmp_path):
+    """Main judged 'copies during 0 of 1 step ranges' and passed."""
+    path = edited(tmp_path, NO_STEPS,
+                  "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT min(start) - 1, "
+                  f"max(end) + 1, 59, 'step whole', {STEP_TID} FROM CUPTI_ACTIVITY_KIND_RUNTIME", source=QWEN)
+    assert step_ranges(path) == 1 and long_pageable_in_qwen(path) == 4
+    assert sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r, NVTX_EVENTS n WHERE n.text = 'step whole' "
+                     "AND (r.start < n.start OR r.end > n.end)") == 0   # the range holds every call
+    r, doc = gate_json(path, "--warmup-steps", "1")
+    assert r.returncode == 1, r.stderr
+    msg = failed(doc)["max-long-calls"]
+    assert msg.startswith("4 long-blocking h2d copies") and "judged: every copy of the run" in msg, msg
+    assert "0 of its 27 copy calls ran during the 0 judged of 1 step ranges" in msg, msg
+
+
+def test_one_tiny_step_range_leaves_no_long_copy_unjudged(tmp_path):
+    """A 20 us step range at the start of the run: main judged the one step (no copy in it) and passed with the
+    long-blocking copies 'outside steps, not judged'."""
+    path = edited(tmp_path, NO_STEPS,
+                  "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT min(start), "
+                  f"min(start) + 20000, 59, 'step tiny', {STEP_TID} FROM CUPTI_ACTIVITY_KIND_RUNTIME", source=QWEN)
+    assert step_ranges(path) == 1 and long_pageable_in_qwen(path) == 4
+    assert sql(path, f"SELECT count(*) {BLOCKING} AND r.start BETWEEN (SELECT start FROM NVTX_EVENTS WHERE text = "
+                     "'step tiny') AND (SELECT end FROM NVTX_EVENTS WHERE text = 'step tiny')") == 0
+    r, doc = gate_json(path)
+    assert r.returncode == 1, r.stderr
+    msg = failed(doc)["max-long-calls"]
+    assert msg.startswith("4 long-blocking h2d copies") and "judged: every copy of the run" in msg, msg
+
+
+@pytest.mark.parametrize("what,insert", [
+    ("1 ns ranges", "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT (SELECT max(end) FROM "
+                    f"NVTX_EVENTS) + 10 * x, (SELECT max(end) FROM NVTX_EVENTS) + 10 * x + 1, 59, 'step fake', {STEP_TID} "
+                    "FROM i"),
+    # each on a thread of its own (same process), one ns later than the one before: overlapping, not nested
+    ("copies of a step", "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT start + x, end + x, "
+                         "59, 'step fake', globalTid + x FROM NVTX_EVENTS, i WHERE text = 'step 4'"),
+])
+def test_degenerate_step_ranges_do_not_dilute_the_per_step_figure(tmp_path, what, insert):
+    """5000 step ranges of 1 ns, or 5000 copies of step 4: main divided by 5008 steps and passed
+    --max-blocked-per-step 1ms."""
+    path = edited(tmp_path, f"WITH RECURSIVE i(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM i WHERE x < 5000) {insert}",
+                  source=QWEN)
+    assert step_ranges(path, "text GLOB 'step [0-9]*'") == 8 and step_ranges(path, "text = 'step fake'") == 5000
+    per_step = sql(path, f"SELECT sum(r.end - r.start) {BLOCKING}") / 8
+    assert per_step > 1_000_000   # 14.03 ms over the 8 real steps
+    r, doc = gate_json(path, "--max-blocked-per-step", "1ms", "--max-long-calls", "100")
+    assert r.returncode == 1, r.stderr
+    msg = failed(doc)["max-blocked-per-step"]
+    assert msg.startswith(f"{per_step / 1e6:.3f} ms host time in long-blocking copies per step over 8 steps"), msg
+    assert "5000 ranges matching the step pattern not counted" in rule(doc, "max-long-calls")["message"]

@@ -1,0 +1,54 @@
+"""Which copies the gate judges (the scope of its rules), from a report's step rows: with step ranges, the
+copies during steps past the warm-up (the steady state); without, every copy. The steps stand for the run only
+if they hold most of it: when fewer than half of the run's copy calls ran during the judged steps (a tiny step
+range, or one step and --warmup-steps 1), every copy of the run is judged instead, and the verdict says why
+(issue 54: a crafted step range left every long copy "outside steps, not judged")."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from .rules import Rules
+
+# The share of the run's copy calls the judged steps must hold for the gate to judge only them.
+MIN_SHARE_IN_STEPS = 0.5
+
+
+@dataclass
+class Scope:
+    rows: list[dict]            # by_step rows (or by_kind rows: the whole run) the rules sum
+    steps: int                  # the steps per-step figures divide by (0: none)
+    words: str                  # what was judged, for the verdict's message
+    in_scope: Callable          # top row -> whether it is judged
+
+
+def kind_ok(kind, rules: Rules) -> bool:
+    return not rules.kinds or kind in rules.kinds
+
+
+def scope(rep: dict, rules: Rules) -> Scope:
+    st, by_step = rep["steps"], rep.get("by_step")
+    steps = st["steps"]
+    kinds = [r for r in rep["by_kind"] if kind_ok(r["src_kind"], rules)]
+    skipped = f" ({st['not_counted']} ranges matching the step pattern not counted: shorter than 10 us or overlapping " \
+              "an earlier step range)" if st.get("not_counted") else ""
+    if not steps or by_step is None:
+        return Scope(kinds, steps, skipped and f"; no step range{skipped}", lambda t: True)
+    n = max(steps - rules.warmup_steps, 0)
+    in_judged = lambda r: r["step"] is not None and r["step"] >= rules.warmup_steps  # noqa: E731
+    total = sum(r["calls"] for r in by_step)
+    during = sum(r["calls"] for r in by_step if in_judged(r))
+    skip = f", first {rules.warmup_steps} skipped as warm-up" if rules.warmup_steps else ""
+    if total and (not n or during < MIN_SHARE_IN_STEPS * total):
+        return Scope(kinds, steps, f"; judged: every copy of the run, as only {during} of its {total} copy calls "
+                     f"ran during the {n} judged of {steps} step ranges{skip} (fewer than half: the steps do not "
+                     f"stand for the run){skipped}", lambda t: True)
+    rows = [r for r in by_step if kind_ok(r["src_kind"], rules)]
+    judged = [r for r in rows if in_judged(r)]
+    info = sum(r[rules.count_key] for r in rows if not in_judged(r))
+    words = (f"; judged: copies during {n} of {steps} step ranges{skip}"
+             + (f"; {info} {rules.what} copies outside them not judged" if info else "") + skipped)
+    pat = re.compile(st["pattern"])
+    in_step = lambda t: any(pat.search(p) for p in (t.get("nvtx_path") or "").split(" > "))  # noqa: E731
+    return Scope(judged, n, words, in_step)
