@@ -224,3 +224,58 @@ def test_degenerate_step_ranges_do_not_dilute_the_per_step_figure(tmp_path, what
     msg = failed(doc)["max-blocked-per-step"]
     assert msg.startswith(f"{per_step / 1e6:.3f} ms host time in long-blocking copies per step over 8 steps"), msg
     assert "5000 ranges matching the step pattern not counted" in rule(doc, "max-long-calls")["message"]
+
+
+# ------------------------------------------------------------------------------- class 10: nothing alike
+D2H = H200 / "d2h-probe.sqlite"   # device-to-host copies only
+
+
+def baseline_of(tmp_path, trace) -> str:
+    out = tmp_path / "baseline.json"
+    r = run_cli("baseline", trace, "-o", out, "--no-cache")
+    assert r.returncode == 0, r.stderr
+    return str(out)
+
+
+@pytest.mark.parametrize("what,trace,edit,reason", [
+    ("another GPU", QWEN, "UPDATE TARGET_INFO_GPU SET name = 'NVIDIA H100 80GB HBM3'",
+     "captured on different GPUs ('NVIDIA H200' in the baseline, 'NVIDIA H100 80GB HBM3' in this trace)"),
+    ("no step ranges", QWEN, NO_STEPS, "step ranges only in the baseline"),
+    ("no h2d copies", D2H, None, "no h2d copy calls in this trace"),
+])
+def test_a_trace_that_cannot_be_compared_fails_the_gate_with_a_baseline(tmp_path, what, trace, edit, reason):
+    """Baseline: qwen3vl-before as it is. Main passed each trace: the same findings (another GPU; steps gone,
+    compared in total), or none at all (a trace with no H2D copy)."""
+    base = baseline_of(tmp_path, QWEN)
+    path = edited(tmp_path, edit, source=trace) if edit else str(trace)
+    gpus = {sql(p, "SELECT group_concat(DISTINCT name) FROM TARGET_INFO_GPU") for p in (QWEN, path)}
+    steps = [step_ranges(p, "text GLOB 'step [0-9]*'") for p in (QWEN, path)]
+    h2d = sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE srcKind IN (0, 1) AND dstKind = 2")
+    assert (len(gpus) == 2) == (what == "another GPU") and (steps == [8, 0]) == (what == "no step ranges")
+    assert (h2d == 0) == (what == "no h2d copies")
+    r, doc = gate_json(path, "--baseline", base)
+    assert r.returncode == 1, r.stderr
+    assert reason in failed(doc)["comparable-baseline"], doc
+
+
+def test_the_same_workload_stays_comparable(tmp_path):
+    """qwen3vl-before's baseline against the trace of its fix (same GPU, steps, kinds and sites): no such rule."""
+    r, doc = gate_json(H200 / "qwen3vl-after.sqlite", "--baseline", baseline_of(tmp_path, QWEN))
+    assert r.returncode == 0 and "comparable-baseline" not in {x["name"] for v in doc["verdicts"] for x in v["rules"]}
+
+
+def test_compare_says_when_traces_have_nothing_alike():
+    """qwen3vl-before against api-probe: no NVTX range name in common (plain SQL), and api-probe names no call
+    site (no Python backtraces). compare says so in JSON and in its table; qwen before/after stays comparable."""
+    names = [{row[0] for row in sqlite3.connect(f"file:{p}?mode=ro", uri=True).execute(
+        "SELECT DISTINCT COALESCE(n.text, s.value) FROM NVTX_EVENTS n LEFT JOIN StringIds s ON s.id = n.textId "
+        "WHERE COALESCE(n.text, s.value) NOT GLOB 'step *'")} for p in (QWEN, PROBE)]
+    assert names[0] and names[1] and not names[0] & names[1]
+    r = run_cli("compare", QWEN, PROBE, "--format", "json", "--no-cache")
+    doc = json.loads(r.stdout)["compare"]
+    assert doc["comparable"] is False
+    assert doc["not_comparable"] == ["no call site and no NVTX range of a copy in common"]
+    text = run_cli("compare", QWEN, PROBE, "--no-cache").stdout
+    assert "NOT COMPARABLE: no call site and no NVTX range of a copy in common" in text
+    same = json.loads(run_cli("compare", QWEN, H200 / "qwen3vl-after.sqlite", "--format", "json", "--no-cache").stdout)
+    assert same["compare"]["comparable"] is True and same["compare"]["not_comparable"] == []
