@@ -141,6 +141,7 @@ def long_pageable_kineto(path) -> int:
                and calls.get(e["args"]["correlation"], 0) >= 100)
 
 
+@pytest.mark.slow   # ~20 s each: a 10 MB Kineto trace read three times
 @pytest.mark.parametrize("rename", [lambda n: n + " ", lambda n: n.replace("HtoD", "XtoY"),
                                     lambda n: n.replace("Pageable", "Pagable")])
 def test_a_kineto_copy_whose_name_does_not_parse_fails_the_gate(tmp_path, rename):
@@ -264,7 +265,7 @@ def test_the_same_workload_stays_comparable(tmp_path):
     assert r.returncode == 0 and "comparable-baseline" not in {x["name"] for v in doc["verdicts"] for x in v["rules"]}
 
 
-def test_compare_says_when_traces_have_nothing_alike():
+def test_compare_says_when_traces_have_nothing_alike(tmp_path):
     """qwen3vl-before against api-probe: no NVTX range name in common (plain SQL), and api-probe names no call
     site (no Python backtraces). compare says so in JSON and in its table; qwen before/after stays comparable."""
     names = [{row[0] for row in sqlite3.connect(f"file:{p}?mode=ro", uri=True).execute(
@@ -277,5 +278,7 @@ def test_compare_says_when_traces_have_nothing_alike():
     assert doc["not_comparable"] == ["no call site and no NVTX range of a copy in common"]
     text = run_cli("compare", QWEN, PROBE, "--no-cache").stdout
     assert "NOT COMPARABLE: no call site and no NVTX range of a copy in common" in text
+    assert run_cli("compare", QWEN, PROBE, "--format", "html", "-o", tmp_path / "c.html", "--no-cache").returncode == 0
+    assert "NOT COMPARABLE: no call site and no NVTX range of a copy in common" in (tmp_path / "c.html").read_text()
     same = json.loads(run_cli("compare", QWEN, H200 / "qwen3vl-after.sqlite", "--format", "json", "--no-cache").stdout)
     assert same["compare"]["comparable"] is True and same["compare"]["not_comparable"] == []
