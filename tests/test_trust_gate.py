@@ -231,9 +231,11 @@ def test_degenerate_step_ranges_do_not_dilute_the_per_step_figure(tmp_path, what
 D2H = H200 / "d2h-probe.sqlite"   # device-to-host copies only
 
 
-def baseline_of(tmp_path, trace) -> str:
-    out = tmp_path / "baseline.json"
-    r = run_cli("baseline", trace, "-o", out, "--no-cache")
+@pytest.fixture(scope="module")
+def qwen_baseline(tmp_path_factory) -> str:
+    """A baseline of qwen3vl-before.sqlite as it is, made once for the tests below."""
+    out = tmp_path_factory.mktemp("baseline") / "baseline.json"
+    r = run_cli("baseline", QWEN, "-o", out, "--no-cache")
     assert r.returncode == 0, r.stderr
     return str(out)
 
@@ -244,10 +246,11 @@ def baseline_of(tmp_path, trace) -> str:
     ("no step ranges", QWEN, NO_STEPS, "step ranges only in the baseline"),
     ("no h2d copies", D2H, None, "no h2d copy calls in this trace"),
 ])
-def test_a_trace_that_cannot_be_compared_fails_the_gate_with_a_baseline(tmp_path, what, trace, edit, reason):
+def test_a_trace_that_cannot_be_compared_fails_the_gate_with_a_baseline(tmp_path, qwen_baseline, what, trace, edit,
+                                                                        reason):
     """Baseline: qwen3vl-before as it is. Main passed each trace: the same findings (another GPU; steps gone,
     compared in total), or none at all (a trace with no H2D copy)."""
-    base = baseline_of(tmp_path, QWEN)
+    base = qwen_baseline
     path = edited(tmp_path, edit, source=trace) if edit else str(trace)
     gpus = {sql(p, "SELECT group_concat(DISTINCT name) FROM TARGET_INFO_GPU") for p in (QWEN, path)}
     steps = [step_ranges(p, "text GLOB 'step [0-9]*'") for p in (QWEN, path)]
@@ -259,12 +262,13 @@ def test_a_trace_that_cannot_be_compared_fails_the_gate_with_a_baseline(tmp_path
     assert reason in failed(doc)["comparable-baseline"], doc
 
 
-def test_the_same_workload_stays_comparable(tmp_path):
+def test_the_same_workload_stays_comparable(qwen_baseline):
     """qwen3vl-before's baseline against the trace of its fix (same GPU, steps, kinds and sites): no such rule."""
-    r, doc = gate_json(H200 / "qwen3vl-after.sqlite", "--baseline", baseline_of(tmp_path, QWEN))
+    r, doc = gate_json(H200 / "qwen3vl-after.sqlite", "--baseline", qwen_baseline)
     assert r.returncode == 0 and "comparable-baseline" not in {x["name"] for v in doc["verdicts"] for x in v["rules"]}
 
 
+@pytest.mark.slow   # four compares: ~13 s
 def test_compare_says_when_traces_have_nothing_alike(tmp_path):
     """qwen3vl-before against api-probe: no NVTX range name in common (plain SQL), and api-probe names no call
     site (no Python backtraces). compare says so in JSON and in its table; qwen before/after stays comparable."""
