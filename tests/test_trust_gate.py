@@ -91,6 +91,20 @@ def test_an_id_cupti_does_not_define_fails_the_gate_whatever_the_file_calls_it(t
     assert f"{column} 99 (the file's {table} calls it '{where}')" in why["consistent-trace"], why
 
 
+@pytest.mark.parametrize("src,dst", [(7, 7), (4, 4), (0, 7)])
+def test_a_copy_whose_direction_no_field_tells_fails_the_gate(tmp_path, src, dst):
+    """copyKind 0 (Unknown) and memory kinds that do not tell host from device on both sides (Unknown, Managed):
+    main read the long copies as direction "other", not judged, and passed."""
+    path = edited(tmp_path, f"UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET copyKind = 0, srcKind = {src}, dstKind = {dst} "
+                            f"WHERE rowid IN {LONG_COPIES}")
+    assert sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_MEMCPY m "
+                     f"ON m.correlationId = r.correlationId WHERE m.copyKind = 0 AND m.srcKind = {src} "
+                     f"AND m.dstKind = {dst} AND r.end - r.start > 1000000") == 8
+    r, doc = gate_json(path)
+    assert r.returncode == 1, r.stderr
+    assert "8 copy calls whose memory or copy kind cannot be decoded" in failed(doc)["classified-copies"], doc
+
+
 def test_copy_calls_renamed_to_a_graph_launch_excuse_no_copy(tmp_path):
     """The 8 long calls renamed cudaGraphLaunch (same process, same correlationId): their copies have no graph
     node id, so no graph made them. Real graph copies carry one (nsys --cuda-graph-trace=node)."""

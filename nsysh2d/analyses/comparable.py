@@ -9,7 +9,7 @@ NO_SITE, NO_RANGE = "(no backtrace)", "(no NVTX range)"   # summary.sql's groups
 def _keys(rep: dict, field: str, skip: str = "") -> set[str]:
     rows = [r for r in rep.get(field) or [] if r.get("calls")]
     if field == "by_kind":
-        return {f"{r['src_kind']} -> {r['dst_kind']}" for r in rows}
+        return {f"{r.get('src_kind')} -> {r.get('dst_kind')}" for r in rows}
     return {r["group"] for r in rows if r.get("group") != skip}
 
 

@@ -24,7 +24,8 @@ SELECT 'no_gpu_time', 'copy calls whose GPU activity has a NULL or impossible st
        (SELECT count(*) FROM calls WHERE api_end >= api_start AND (gpu_start IS NULL OR gpu_end IS NULL))
 UNION ALL
 SELECT 'unclassified', 'copy calls whose memory or copy kind cannot be decoded (ids CUPTI does not define, whatever '
-       || 'the file''s ENUM tables call them, or a Kineto copy name that does not parse)',
+       || 'the file''s ENUM tables call them; an Unknown copy kind whose memory kinds do not tell host from device; '
+       || 'a Kineto copy name that does not parse)',
        (SELECT count(*) FROM calls_k c SEMI JOIN (SELECT * FROM kind_labels WHERE NOT classified) k
           ON k.kind_id = c.kind_id)
 UNION ALL

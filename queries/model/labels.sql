@@ -4,7 +4,9 @@
 -- columns is here), named through the file's own enums for display. What is judged comes from the ids as
 -- CUPTI defines them (source/known_enums.sql), never from a label a file can change (issue 54):
 --   classified   all three are ids CUPTI defines (an id it does not define is not decoded, whatever the
---                file's ENUM table calls it; a Kineto copy whose name does not parse has NULL ids)
+--                file's ENUM table calls it; a Kineto copy whose name does not parse has NULL ids), and
+--                they tell which way the copy went: an Unknown copy kind needs memory kinds that tell
+--                host from device on both sides (Unknown -> Unknown could be an H2D copy, never judged)
 --   contradicts  the copy kind's host or device side disagrees with the memory kind of that side (a
 --                Device-to-Device copy from Pageable memory): model/kind_checks.sql names it, the gate fails
 --   direction    from the memory kinds where they tell host from device (Pageable/Pinned -> Device/Array
@@ -31,7 +33,8 @@ l AS (
            ck.label AS copy_kind_name,
            COALESCE(s.copy_kind IN (SELECT id FROM known_copy_kind), false)
                AND COALESCE(s.src_kind IN (SELECT id FROM known_mem_kind), false)
-               AND COALESCE(s.dst_kind IN (SELECT id FROM known_mem_kind), false) AS classified,
+               AND COALESCE(s.dst_kind IN (SELECT id FROM known_mem_kind), false)
+               AND (s.op_src IS NOT NULL OR (s.mem_src IS NOT NULL AND s.mem_dst IS NOT NULL)) AS classified,
            COALESCE(s.op_src <> s.mem_src OR s.op_dst <> s.mem_dst, false) AS contradicts,
            CASE WHEN s.mem_src = 'host' AND s.mem_dst = 'device' THEN 'h2d'
                 WHEN s.mem_src = 'device' AND s.mem_dst = 'host' THEN 'd2h'
