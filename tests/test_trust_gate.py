@@ -170,7 +170,7 @@ def test_a_kineto_copy_whose_name_does_not_parse_fails_the_gate(tmp_path, rename
 
 
 # ------------------------------------------------------------------------------- class 6: step ranges
-STEP_TID = "(SELECT globalTid FROM NVTX_EVENTS WHERE text = 'step 0')"
+STEP_TID = "(SELECT globalTid FROM NVTX_EVENTS WHERE text IN ('step 0', 'phase 0'))"   # the copies' thread
 NO_STEPS = "UPDATE NVTX_EVENTS SET text = 'phase' || substr(text, 5) WHERE text GLOB 'step [0-9]*'"
 BLOCKING = ("FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN CUPTI_ACTIVITY_KIND_MEMCPY m ON m.correlationId = r.correlationId "
             "AND m.globalPid = (r.globalTid / 16777216) * 16777216 WHERE m.srcKind = 0 AND m.dstKind = 2 "
@@ -195,12 +195,13 @@ def test_one_step_around_the_run_with_a_warmup_step_judges_the_whole_run(tmp_pat
                   f"max(end) + 1, 59, 'step whole', {STEP_TID} FROM CUPTI_ACTIVITY_KIND_RUNTIME", source=QWEN)
     assert step_ranges(path) == 1 and long_pageable_in_qwen(path) == 4
     assert sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r, NVTX_EVENTS n WHERE n.text = 'step whole' "
-                     "AND (r.start < n.start OR r.end > n.end)") == 0   # the range holds every call
+                     "AND (r.start < n.start OR r.end > n.end OR r.globalTid / 16777216 <> n.globalTid / 16777216)"
+                     ) == 0   # the range holds every call, on the calls' process
     r, doc = gate_json(path, "--warmup-steps", "1")
     assert r.returncode == 1, r.stderr
     msg = failed(doc)["max-long-calls"]
     assert msg.startswith("4 long-blocking h2d copies") and "judged: every copy of the run" in msg, msg
-    assert "0 of its 27 copy calls ran during the 0 judged of 1 step ranges" in msg, msg
+    assert "as --warmup-steps 1 leaves none of the 1 step ranges" in msg, msg
 
 
 def test_one_tiny_step_range_leaves_no_long_copy_unjudged(tmp_path):
@@ -216,6 +217,25 @@ def test_one_tiny_step_range_leaves_no_long_copy_unjudged(tmp_path):
     assert r.returncode == 1, r.stderr
     msg = failed(doc)["max-long-calls"]
     assert msg.startswith("4 long-blocking h2d copies") and "judged: every copy of the run" in msg, msg
+    assert "only 0 of its 27 copy calls ran during the 1 step ranges (fewer than half)" in msg, msg
+
+
+def test_a_tiny_step_after_a_step_around_the_run_judges_the_whole_run(tmp_path):
+    """One step around the whole run, then a 20 us step after it, --warmup-steps 1: every copy ran in the warm-up
+    step, the judged step holds none. Main judged 'copies during 1 of 2 step ranges' and passed."""
+    path = edited(tmp_path, NO_STEPS,
+                  "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT min(start) - 1, "
+                  f"max(end) + 1, 59, 'step whole', {STEP_TID} FROM CUPTI_ACTIVITY_KIND_RUNTIME",
+                  "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) SELECT end + 1000, end + 21000, "
+                  "59, 'step tiny', globalTid FROM NVTX_EVENTS WHERE text = 'step whole'", source=QWEN)
+    assert step_ranges(path) == 2 and long_pageable_in_qwen(path) == 4
+    assert sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r, NVTX_EVENTS n WHERE n.text = 'step tiny' "
+                     "AND r.end > n.start AND r.start < n.end") == 0   # no call during the judged step
+    r, doc = gate_json(path, "--warmup-steps", "1")
+    assert r.returncode == 1, r.stderr
+    msg = failed(doc)["max-long-calls"]
+    assert msg.startswith("4 long-blocking h2d copies") and "judged: every copy of the run" in msg, msg
+    assert "the 1 step ranges past the warm-up hold none of its 27 copy calls" in msg, msg
 
 
 @pytest.mark.parametrize("what,insert", [

@@ -1,8 +1,11 @@
 """Which copies the gate judges (the scope of its rules), from a report's step rows: with step ranges, the
 copies during steps past the warm-up (the steady state); without, every copy. The steps stand for the run only
-if they hold most of it: when fewer than half of the run's copy calls ran during the judged steps (a tiny step
-range, or one step and --warmup-steps 1), every copy of the run is judged instead, and the verdict says why
-(issue 54: a crafted step range left every long copy "outside steps, not judged")."""
+if they hold it (issue 54: a crafted step range left every long copy "outside steps, not judged"): every copy of
+the run is judged instead, and the verdict says why, when
+- fewer than half of the run's copy calls ran during step ranges (warm-up steps included): one tiny step range;
+- no step is left past --warmup-steps (one step around the whole run and --warmup-steps 1);
+- the steps past the warm-up hold no copy call while the warm-up steps hold long ones (a tiny step range after a
+  step around the whole run)."""
 from __future__ import annotations
 
 import re
@@ -38,12 +41,18 @@ def scope(rep: dict, rules: Rules) -> Scope:
     n = max(steps - rules.warmup_steps, 0)
     in_judged = lambda r: r["step"] is not None and r["step"] >= rules.warmup_steps  # noqa: E731
     total = sum(r["calls"] for r in by_step)
-    during = sum(r["calls"] for r in by_step if in_judged(r))
+    in_steps = sum(r["calls"] for r in by_step if r["step"] is not None)
+    judged_calls = sum(r["calls"] for r in by_step if in_judged(r))
+    warmup_long = sum(r["long_calls"] for r in by_step if r["step"] is not None and not in_judged(r))
     skip = f", first {rules.warmup_steps} skipped as warm-up" if rules.warmup_steps else ""
-    if total and (not n or during < MIN_SHARE_IN_STEPS * total):
-        return Scope(kinds, steps, f"; judged: every copy of the run, as only {during} of its {total} copy calls "
-                     f"ran during the {n} judged of {steps} step ranges{skip} (fewer than half: the steps do not "
-                     f"stand for the run){skipped}", lambda t: True)
+    why = (f"only {in_steps} of its {total} copy calls ran during the {steps} step ranges (fewer than half)"
+           if in_steps < MIN_SHARE_IN_STEPS * total else
+           f"--warmup-steps {rules.warmup_steps} leaves none of the {steps} step ranges" if total and not n else
+           f"the {n} step ranges past the warm-up hold none of its {total} copy calls, the {rules.warmup_steps} "
+           f"warm-up steps {warmup_long} long ones" if total and not judged_calls and warmup_long else "")
+    if why:
+        return Scope(kinds, steps, f"; judged: every copy of the run, as {why}: the steps do not stand for the "
+                     f"run{skipped}", lambda t: True)
     rows = [r for r in by_step if kind_ok(r["src_kind"], rules)]
     judged = [r for r in rows if in_judged(r)]
     info = sum(r[rules.count_key] for r in rows if not in_judged(r))
