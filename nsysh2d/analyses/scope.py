@@ -14,7 +14,7 @@ from typing import Callable
 
 from .rules import Rules
 
-# The share of the run's copy calls the judged steps must hold for the gate to judge only them.
+# The share of the run's copy calls the step ranges (warm-up included) must hold for the gate to judge steps only.
 MIN_SHARE_IN_STEPS = 0.5
 
 
