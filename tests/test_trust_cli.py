@@ -178,8 +178,9 @@ def test_newer_schema_columns_keep_working(cli, tmp_path):
         {k: v for k, v in b.items() if k not in ("path", "schema_version")}
 
 
-def long_copies_in_steps_sql(path, warmup, min_ns=100_000):
-    """Long H2D async copies made during step ranges past the warm-up, by plain SQL over the export."""
+def long_copies_in_steps_sql(path, warmup, min_ns=100_000, outside_too=False):
+    """Long H2D async copies made during step ranges past the warm-up (outside_too: all of them), by plain SQL over
+    the export."""
     import re
     import sqlite3
 
@@ -197,8 +198,8 @@ def long_copies_in_steps_sql(path, warmup, min_ns=100_000):
                             "WHERE label = 'CUDA runtime') AND r.end - r.start >= ?", (min_ns,)).fetchall()
     finally:
         con.close()
-    return sum(1 for _c, a, b, p in calls if any(i >= warmup and sa <= a and b <= sb and sp == p
-                                              for i, (sa, sb, sp) in enumerate(steps)))
+    return sum(1 for _c, a, b, p in calls if outside_too or any(i >= warmup and sa <= a and b <= sb and sp == p
+                                                             for i, (sa, sb, sp) in enumerate(steps)))
 
 
 @pytest.mark.parametrize("warmup", [0, 1, 5, 8])
@@ -210,6 +211,11 @@ def test_gate_judges_the_steady_state(warmup):
 
     r = run_cli("gate", BEFORE, "--count", "long", "--warmup-steps", warmup, "--format", "json", "--no-cache")
     rule = json.loads(r.stdout)["verdicts"][0]["rules"][0]
+    if warmup >= 8:   # no step left to judge: every copy of the run is (issue 54), not none
+        n = long_copies_in_steps_sql(BEFORE, 0, outside_too=True)
+        assert rule["message"].startswith(f"{n} long h2d copies") and "judged: every copy of the run" in rule["message"]
+        assert "--warmup-steps 8 leaves none of the 8 step ranges" in rule["message"] and r.returncode == 1
+        return
     n = long_copies_in_steps_sql(BEFORE, warmup)
     assert rule["message"].startswith(f"{n} long h2d copies") and "judged: copies during" in rule["message"]
     assert r.returncode == (1 if n else 0)

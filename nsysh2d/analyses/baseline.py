@@ -6,14 +6,15 @@ import json
 from dataclasses import dataclass
 
 from ..errors import EXIT_BAD_INPUT, BadInput, NsysH2DError
+from .comparable import incomparable
 from .rules import RuleResult, Rules
 
 
 def baseline_from(report, accept: str | None = None) -> dict:
     """The findings a baseline keeps of a Report (the baseline file's JSON)."""
     rep = report.to_json()
-    keep = ("path", "nsys_version", "schema_version", "direction", "calls", "min_duration_ns", "steps", "totals",
-            "by_kind", "by_site", "by_class", "by_nvtx")
+    keep = ("path", "nsys_version", "schema_version", "gpu", "format", "direction", "calls", "min_duration_ns", "steps",
+            "totals", "by_kind", "by_site", "by_class", "by_nvtx")
     out = {"nsysh2d_baseline": 1, **{k: rep[k] for k in keep if k in rep}}
     if accept:
         out["accepted"] = accept
@@ -94,6 +95,11 @@ def _shape_problem(base: dict) -> str | None:
     if not isinstance(steps, dict) or not isinstance(steps.get("steps", 0), int) or isinstance(steps.get("steps"), bool) \
             or not 0 <= steps.get("steps", 0) < 2 ** 63:
         return "steps is not {steps: N}"
+    if base.get("gpu") is not None and not isinstance(base["gpu"], str):
+        return "gpu is not text"
+    totals = base.get("totals", {})
+    if not isinstance(totals, dict) or isinstance(totals.get("calls", 0), bool) or not isinstance(totals.get("calls", 0), int):
+        return "totals is not {calls: N, ...}"
     if "accepted" in base and not isinstance(base["accepted"], str):
         return "accepted is not text"
     return None
@@ -141,6 +147,11 @@ def against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
     if (baseline.get("min_duration_ns") != rep["min_duration_ns"] or baseline.get("direction") != rep["direction"]
             or baseline.get("calls", "async") != rep.get("calls", "async")):
         raise BadInput("baseline was made with a different --min-duration/--direction/--calls; remake it")
+    res = []
+    why_not = incomparable(baseline, rep)
+    if why_not:   # added only when failing, like classified-copies: a verdict on nothing alike cannot pass
+        res.append(RuleResult("comparable-baseline", False, "this trace cannot be compared with the baseline: "
+                              + "; ".join(why_not) + " (remake the baseline from this workload's trace)"))
     match = finding_match(baseline, rep, key)
     # An unknown site is no site: the baseline never accepts it (its copies are new in any later trace).
     base_sites = {r["group"]: r for r in baseline.get(match.field, [])
@@ -152,10 +163,10 @@ def against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
         f": {baseline['accepted']}" if baseline.get("accepted") else "")
     if match.field != "by_site":
         why += f" (matched by {match.title}: the two captures name call sites differently)"
-    res = [RuleResult("no-new-sites", not new,
+    res.append(RuleResult("no-new-sites", not new,
                       f"{len(new)} {match.title}(s) with {key.replace('_', ' ')} not in the baseline"
                       + (": " + "; ".join(new) if new else "") + why,
-                      [{"site": s, key: now_sites[s][key], "long_ns": now_sites[s]["long_ns"]} for s in new])]
+                      [{"site": s, key: now_sites[s][key], "long_ns": now_sites[s]["long_ns"]} for s in new]))
     sb, sn = baseline.get("steps", {}).get("steps"), rep["steps"]["steps"]
     grown = []
     for s, r in now_sites.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import BadInput
+from .comparable import incomparable
 from .options import COMPARED_GROUPS
 from .rules import CAUSES
 
@@ -73,6 +74,9 @@ def compare(before_report, after_report, range_times=None) -> Comparison:
             rows.append(row)
         out[f"by_{g}"] = rows
     out["disappeared"], out["appeared"] = disappeared, appeared
+    # Traces with nothing in common: the tables above compare nothing alike; said first by every output.
+    out["not_comparable"] = incomparable(before, after, ("the before trace", "the after trace"))
+    out["comparable"] = not out["not_comparable"]
     # Per step ordinal (copies during steps): what the HTML page plots.
     out["steps_series"] = {side: _step_series(rep) for side, rep in (("before", before), ("after", after))}
     if range_times is not None:   # wall time of every NVTX range: a fix can make a range slower

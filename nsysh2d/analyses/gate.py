@@ -14,37 +14,16 @@ from .accepted import accepted_words, split_accepted
 from .baseline import against_baseline, finding_match, read_baseline
 from .options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds, left_out
 from .rules import CAUSES, RuleResult, Rules
-
-
-def _kind_ok(kind, rules: Rules) -> bool:
-    return not rules.kinds or kind in rules.kinds
-
-
-def _scope(rep: dict, rules: Rules):
-    """(rows judged, rows outside, steps judged, words): with step ranges, only copies during steps past the
-    warm-up count (the steady state); without, every copy. The step a listed call ran in is the report's own
-    (top.sql, matched by DuckDB's RE2): Python's re never runs the pattern on a trace's names here."""
-    steps, by_step = rep["steps"]["steps"], rep.get("by_step")
-    kinds = [r for r in rep["by_kind"] if _kind_ok(r["src_kind"], rules)]
-    if not steps or by_step is None:
-        return kinds, [], steps, "", lambda t: True
-    rows = [r for r in by_step if _kind_ok(r["src_kind"], rules)]
-    judged = [r for r in rows if r["step"] is not None and r["step"] >= rules.warmup_steps]
-    outside = [r for r in rows if r not in judged]
-    n = max(steps - rules.warmup_steps, 0)
-    skip = f", first {rules.warmup_steps} skipped as warm-up" if rules.warmup_steps else ""
-    info = sum(r[rules.count_key] for r in outside)
-    words = (f"; judged: copies during {n} of {steps} step ranges{skip}"
-             + (f"; {info} {rules.what} copies outside them not judged" if info else ""))
-    return judged, outside, n, words, lambda t: t.get("step") is not None and t["step"] >= rules.warmup_steps
+from .scope import kind_ok, scope as judged_scope
 
 
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
     count_key, what = rules.count_key, rules.what
     results = []
-    judged, _outside, steps, words, in_step = _scope(rep, rules)
+    sc = judged_scope(rep, rules)
+    judged, steps, words, in_step = sc.rows, sc.steps, sc.words, sc.in_scope
     n = sum(r[count_key] for r in judged)
-    offenders = [t for t in rep["top"] if _kind_ok(t["src_kind"], rules)
+    offenders = [t for t in rep["top"] if kind_ok(t["src_kind"], rules)
                  and (t["waited_for_gpu"] or rules.count == "long") and in_step(t)]
     scope = f" from {'/'.join(rules.kinds)} memory" if rules.kinds else ""
     if baseline is not None:

@@ -21,6 +21,7 @@ class Steps:
     pattern: str
     steps: int
     step_ns: int
+    not_counted: int = 0   # ranges matching the pattern that are no step (steps.sql): too short, or overlapping one
 
     def per_step(self, value):
         return value / self.steps if self.steps and value is not None else None
@@ -160,7 +161,7 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     kinds = group_rows(model, "kind", opts)
     with stage("steps"):
         row = model.rows("analyses/steps", {"pattern": opts.step_pattern})[0]
-    steps = Steps(opts.step_pattern, row["steps"], row["step_ns"])
+    steps = Steps(opts.step_pattern, row["steps"], row["step_ns"], row["not_counted"])
     meta = model.meta
     apis = api_rows(model, opts)
     with stage("by step"):
@@ -170,7 +171,9 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
                   gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
                   totals=Totals.of(kinds, steps, apis, model.anomalies, by_step), by_kind=kinds,
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
-                  warnings=model.warnings + [f"inconsistent trace: {i}" for i in model.inconsistencies],
+                  warnings=model.warnings + [f"inconsistent trace: {i}" for i in model.inconsistencies] + ([
+                      f"{steps.not_counted} ranges matching the step pattern are not counted as steps (shorter than "
+                      "10 us, or overlapping an earlier step range of their process)"] if steps.not_counted else []),
                   by_step=by_step, inconsistencies=model.inconsistencies,
                   calls=opts.calls, by_api=apis, python_backtrace=bool(meta.get("python_backtrace")),
                   format=meta.get("format", "nsys-sqlite"), by_cause=cause_rows(model, opts),

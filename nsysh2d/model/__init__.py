@@ -23,6 +23,18 @@ PYTHON_BACKTRACE_NOTE = (
 GPU_IDLE_MAX = int(os.environ.get("NSYSH2D_GPU_IDLE_MAX", "5000"))
 
 
+def kind_check(contradicts, ck, sk, dk, ck_known, sk_known, dk_known, ck_name, sk_name, dk_name, n) -> str:
+    """One row of model/kind_checks.sql in words: the ids, CUPTI's names for them, and what the file says."""
+    if contradicts:
+        return (f"{n} copy calls whose copyKind {ck} ({ck_known}) contradicts their memory kinds srcKind {sk} "
+                f"({sk_known}) -> dstKind {dk} ({dk_known})")
+    undefined = [f"{col} {v} (the file's {table} calls it {name!r})" if name and not name.startswith("kind ")
+                 else f"{col} {v}" for col, v, known, name, table in (
+        ("copyKind", ck, ck_known, ck_name, "ENUM_CUDA_MEMCPY_OPER"), ("srcKind", sk, sk_known, sk_name,
+         "ENUM_CUDA_MEM_KIND"), ("dstKind", dk, dk_known, dk_name, "ENUM_CUDA_MEM_KIND")) if known is None]
+    return f"{n} copy calls with an id CUPTI does not define: {', '.join(undefined)}"
+
+
 class CopyModel:
     """The copy calls of one opened trace (view copies_x), and the anomalies found building them."""
 
@@ -42,6 +54,7 @@ class CopyModel:
                 self.anomalies[key] = n or 0
                 if n:
                     self.warnings.append(f"{n} {what}")
+            self.inconsistencies += [kind_check(*row) for row in trace.run("model/kind_checks").fetchall()]
         if trace.meta.get("python_backtrace"):
             self.warnings.append(PYTHON_BACKTRACE_NOTE)
 

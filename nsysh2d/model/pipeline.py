@@ -73,7 +73,7 @@ PIPELINE: tuple[Step, ...] = (
          ("calls", "copy_stats", "unclaimed_activity"), checkpoint=True),
     # The step scans the runtime table: only when some copy activity no call claims exists.
     Step("orphans", ("unclaimed_activity", "memcpy_raw", "n.runtime", "n.strings", "n.memcpy", "n.kernel",
-                     "n.memset"), ("orphan_stats",),
+                     "n.memset", "n.memcpy_graph"), ("orphan_stats",),
          when=(f"SELECT NOT ({ALL_CLAIMED})", "SELECT EXISTS (SELECT 1 FROM unclaimed_activity)")),
     Step("python_sites", ("calls", "n.nvtx", "n.hook_ranges", "hook_calls"), ("py_site_names", "python_sites"),
          prepare=attribution.python_sites),

@@ -102,6 +102,7 @@ def compare_html(comparison, before: str, after: str) -> str:
     key = "_per_step" if doc["per_step"] else ""
     body = [f'<p>before: <code>{esc(before)}</code> ({doc["before"]["steps"]} steps), after: <code>{esc(after)}</code>'
             f' ({doc["after"]["steps"]} steps)</p>']
+    body += [f'<p class="fail">NOT COMPARABLE: {esc(w)}</p>' for w in doc.get("not_comparable") or []]
     totals = compare_sections(comparison)[0]
     body.append(table(totals.columns, totals.rows, "totals"))
     series = doc.get("steps_series") or {}

@@ -155,6 +155,8 @@ def compare_sections(comparison) -> list[Section]:
                                Column("delta_s", "delta", "num")],
                     total_rows, note=f"before: {b['steps']} steps, after: {a['steps']} steps"
                     + ("; per-step figures normalize runs of different length" if per_step else ""))]
+    if result.get("not_comparable"):   # analyses/comparable.py: the tables below set nothing alike side by side
+        secs[0].lines = [f"NOT COMPARABLE: {w}" for w in result["not_comparable"]]
     titles = {"kind": "memory kind (src -> dst)", "class": "source class", "site": "call site", "nvtx": "NVTX range"}
     for g in ("kind", "class", "site", "nvtx"):
         rows = result.get(f"by_{g}")

@@ -21,6 +21,10 @@ VIEWS = {
         "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",
         "correlation_id": "correlationId", "global_pid": "globalPid", "bytes": "bytes",
         "copy_kind": "copyKind", "src_kind": "srcKind", "dst_kind": "dstKind"}),
+    # graph_node_id: set on the copies a CUDA graph made (nsys --cuda-graph-trace=node); only those may be
+    # claimed by a graph launch instead of a copy call (model/orphans.sql)
+    "memcpy_graph": ("CUPTI_ACTIVITY_KIND_MEMCPY", "--trace=cuda", {
+        "correlation_id": "correlationId", "global_pid": "globalPid", "graph_node_id": "graphNodeId"}),
     # name_id: the kernel's short name (NCCL collectives are told by it); memsets and replays have none
     "kernel": ("CUPTI_ACTIVITY_KIND_KERNEL", "--trace=cuda", {
         "start": "start", "end": "end", "device_id": "deviceId", "stream_id": "streamId",

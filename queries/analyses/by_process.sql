@@ -17,8 +17,7 @@ c AS (
     WHERE selected(x.direction, x.sync, $direction, $calls)
 ),
 steps AS (
-    SELECT pid_of(global_tid) AS pid, count(*) AS steps FROM nvtx_ranges
-    WHERE regexp_matches(name, $pattern) GROUP BY ALL
+    SELECT pid_of(global_pid) AS pid, count(*) AS steps FROM step_ranges($pattern) GROUP BY ALL
 ),
 per AS (
     SELECT pid, count(*) AS calls,

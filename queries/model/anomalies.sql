@@ -23,10 +23,10 @@ SELECT 'no_gpu_time', 'copy calls whose GPU activity has a NULL or impossible st
        || 'GPU is unknown: counted, never as blocking)',
        (SELECT count(*) FROM calls WHERE api_end >= api_start AND (gpu_start IS NULL OR gpu_end IS NULL))
 UNION ALL
-SELECT 'unclassified', 'copy calls whose memory or copy kind cannot be decoded (ids unknown to the file and to nsysh2d)',
-       (SELECT count(*) FROM calls_k c
-        SEMI JOIN (SELECT * FROM kind_labels WHERE src_kind_name LIKE 'kind %' OR dst_kind_name LIKE 'kind %'
-                   OR copy_kind_name IS NULL) k
+SELECT 'unclassified', 'copy calls whose memory or copy kind cannot be decoded (ids CUPTI does not define, whatever '
+       || 'the file''s ENUM tables call them; an Unknown copy kind whose memory kinds do not tell host from device; '
+       || 'a Kineto copy name that does not parse)',
+       (SELECT count(*) FROM calls_k c SEMI JOIN (SELECT * FROM kind_labels WHERE NOT classified) k
           ON k.kind_id = c.kind_id)
 UNION ALL
 SELECT 'no_activity', 'memcpy API calls with no memcpy activity row (not counted)',

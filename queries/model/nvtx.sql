@@ -99,6 +99,20 @@ SELECT j.*, CASE WHEN e.inner_end >= j.api_end THEN e.inner_id END::INTEGER AS n
 FROM j
 ASOF LEFT JOIN ev e ON e.global_tid = j.global_tid AND j.api_start >= e.t;
 
+-- step_ranges(pattern): the step ranges (name matching the regular expression) that count as steps, numbered
+-- by start and end from 0 across processes (step). Not steps (issue 54: thousands of them diluted the per-step
+-- figures): a range shorter than 10 us (no step of a CUDA program is shorter than its first launch: the
+-- shortest real step in tests/data lasts 59 us), or one that starts before an earlier step range of its process
+-- ended (a duplicate, a nested or an overlapping one: steps of a process follow each other, and its time is
+-- the earlier step's). steps.sql counts the ranges left out.
+CREATE TEMP MACRO step_ranges(pattern) AS TABLE
+SELECT global_pid, start, "end", (row_number() OVER (ORDER BY start, "end") - 1)::INTEGER AS step FROM (
+    SELECT global_pid_of(global_tid) AS global_pid, start, "end",
+           max("end") OVER (PARTITION BY global_pid_of(global_tid) ORDER BY start, "end" DESC
+                            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS ended
+    FROM nvtx_ranges WHERE regexp_matches(name, pattern) AND "end" - start >= 10000)
+WHERE ended IS NULL OR start >= ended;
+
 -- with_step(calls, pattern): the calls of the named table or view (global_pid, api_start, api_end, ...)
 -- with the ordinal of the step range they ran in (step: the NVTX ranges whose name matches the regular
 -- expression, numbered by start and end from 0, across processes; a call belongs to the first step of
@@ -113,11 +127,7 @@ ASOF LEFT JOIN ev e ON e.global_tid = j.global_tid AND j.api_start >= e.t;
 -- 0.86 s of by_step's 0.66 s wall, growing faster than the trace); a join on the containment itself paired
 -- every call with every step of its process (quadratic).
 CREATE TEMP MACRO with_step(calls, pattern) AS TABLE
-WITH steps AS (
-    SELECT global_pid_of(global_tid) AS global_pid, start, "end",
-           (row_number() OVER (ORDER BY start, "end") - 1)::INTEGER AS step
-    FROM nvtx_ranges WHERE regexp_matches(name, pattern)
-),
+WITH steps AS (SELECT * FROM step_ranges(pattern)),
 records AS MATERIALIZED (
     SELECT global_pid, start, greatest(start, ended_before + 1) AS lo, "end" AS hi, step FROM (
         SELECT *, max("end") OVER (PARTITION BY global_pid ORDER BY step

@@ -1,6 +1,8 @@
 -- kineto_views: the normalized views n.* over the tables kineto.py filled from a Kineto trace (k_*), the same
 -- columns schema.VIEWS gives an nsys export. Copy and memory kinds are read from each copy's name and get the
--- ids of known_enums.sql (run first, with global_tid.sql). A copy's process is its API call's (GPU events carry the device as
+-- ids of known_enums.sql (run first, with global_tid.sql); a name that does not parse exactly (kineto.py's
+-- MEMCPY_NAME), or a kind word CUPTI does not use, gives NULL ids: the copy is unclassified and fails the gate
+-- rather than read as Unknown and not judged (issue 54). A copy's process is its API call's (GPU events carry the device as
 -- pid). Graph replays arrive as their kernels, so n.graph is empty. No parameters.
 CREATE SCHEMA n;
 CREATE TEMP TABLE kineto_copy_kind AS SELECT * FROM (VALUES
@@ -22,7 +24,7 @@ FROM k_runtime r LEFT JOIN kineto_chain_ids i USING (global_tid, correlation_id)
 CREATE VIEW n.memcpy AS
 SELECT g.start, g."end", g.device_id, g.stream_id, g.correlation_id, p.global_pid,
        CASE WHEN g.bytes >= 0 THEN g.bytes END AS bytes,
-       COALESCE(ck.id, 0) AS copy_kind, COALESCE(sk.id, 7) AS src_kind, COALESCE(dk.id, 7) AS dst_kind
+       ck.id AS copy_kind, sk.id AS src_kind, dk.id AS dst_kind
 FROM k_gpu g
 LEFT JOIN k_copy_names c USING (name_id)
 LEFT JOIN kineto_copy_kind s ON s.short = c.copy_kind
@@ -31,6 +33,9 @@ LEFT JOIN known_mem_kind sk ON sk.label = c.src_kind
 LEFT JOIN known_mem_kind dk ON dk.label = c.dst_kind
 LEFT JOIN kineto_pids p USING (correlation_id)
 WHERE g.kind = 0;
+-- torch.profiler writes no graph node id for a copy: no copy in a Kineto trace is a graph's (model/orphans.sql).
+CREATE VIEW n.memcpy_graph AS
+SELECT correlation_id, global_pid, CAST(NULL AS BIGINT) AS graph_node_id FROM n.memcpy WHERE false;
 CREATE VIEW n.kernel AS
 SELECT g.start, g."end", g.device_id, g.stream_id, g.correlation_id, p.global_pid, g.name_id
 FROM k_gpu g LEFT JOIN kineto_pids p USING (correlation_id) WHERE g.kind = 2;
