@@ -30,14 +30,11 @@ def report_heading(report) -> str:
 def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Section]:
     rep = report.to_json()
     t = rep["totals"]
-    per_step = ""
-    if t.get("blocking_ns_per_step") is not None:
-        per_step = (f"; per step: {format_ns(t['blocking_ns_per_step'])} blocked, "
-                    f"{format_ns(t.get('gpu_idle_ns_per_step'))} GPU idle")
-    outside = ""
-    if t.get("outside_steps_long_calls"):
-        outside = (f" Outside steps (not per step): {t['outside_steps_long_calls']} long "
-                   f"({format_ns(t['outside_steps_long_ns'])}, GPU idle {format_ns(t['outside_steps_gpu_idle_ns'])}).")
+    per_step = "" if t.get("blocking_ns_per_step") is None else (
+        f"; per step: {format_ns(t['blocking_ns_per_step'])} blocked, {format_ns(t.get('gpu_idle_ns_per_step'))} GPU idle")
+    outside = "" if not t.get("outside_steps_long_calls") else (
+        f" Outside steps (not per step): {t['outside_steps_long_calls']} long "
+        f"({format_ns(t['outside_steps_long_ns'])}, GPU idle {format_ns(t['outside_steps_gpu_idle_ns'])}).")
     calls = rep.get("calls", "async")
     what = {"async": "async memcpy calls", "sync": "synchronous memcpy calls", "all": "memcpy calls (sync and async)"}
     note = (f"{rep['direction']} {what[calls]}; long = host-side duration >= {format_ns(rep['min_duration_ns'])}; "
