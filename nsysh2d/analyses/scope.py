@@ -2,7 +2,8 @@
 copies during steps past the warm-up (the steady state); without, every copy. The steps stand for the run only
 if they hold it (issue 54: a crafted step range left every long copy "outside steps, not judged"): every copy of
 the run is judged instead, and the verdict says why, when
-- fewer than half of the run's copy calls ran during step ranges (warm-up steps included): one tiny step range;
+- fewer than half of the run's copy calls from the first step range on ran during step ranges (warm-up steps
+  included): one tiny step range (copies before the first step began, model init, are not counted);
 - no step is left past --warmup-steps (one step around the whole run and --warmup-steps 1);
 - the steps past the warm-up hold no copy call while the warm-up steps hold long ones (a tiny step range after a
   step around the whole run)."""
@@ -39,13 +40,15 @@ def scope(rep: dict, rules: Rules) -> Scope:
         return Scope(kinds, steps, skipped and f"; no step range{skipped}", lambda t: True)
     n = max(steps - rules.warmup_steps, 0)
     in_judged = lambda r: r["step"] is not None and r["step"] >= rules.warmup_steps  # noqa: E731
-    total = sum(r["calls"] for r in by_step)
+    # Copies before the first step began (model init) are not asked to run during steps; a trace cached before
+    # by_step had before_steps counts every copy.
+    total = sum(r["calls"] for r in by_step if not r.get("before_steps"))
     in_steps = sum(r["calls"] for r in by_step if r["step"] is not None)
     judged_calls = sum(r["calls"] for r in by_step if in_judged(r))
     warmup_long = sum(r["long_calls"] for r in by_step if r["step"] is not None and not in_judged(r))
     skip = f", first {rules.warmup_steps} skipped as warm-up" if rules.warmup_steps else ""
-    why = (f"only {in_steps} of its {total} copy calls ran during the {steps} step ranges (fewer than half)"
-           if in_steps < MIN_SHARE_IN_STEPS * total else
+    why = (f"only {in_steps} of its {total} copy calls from the first step on ran during the {steps} step ranges "
+           "(fewer than half)" if in_steps < MIN_SHARE_IN_STEPS * total else
            f"--warmup-steps {rules.warmup_steps} leaves none of the {steps} step ranges" if total and not n else
            f"the {n} step ranges past the warm-up hold none of its {total} copy calls, the {rules.warmup_steps} "
            f"warm-up steps {warmup_long} long ones" if total and not judged_calls and warmup_long else "")
