@@ -1,0 +1,232 @@
+"""`nsysh2d lint` measured on real vLLM history (issue 57, part 2): recall over fixed sites, precision over
+labelled findings, and the time for a whole release tree against the parse floor.
+
+    python benchmarks/lint_vllm.py --nsysh2d /work/wt/lint/.venv/bin/nsysh2d
+    python benchmarks/lint_vllm.py --nsysh2d "python -m nsysh2d.cli" --no-timing
+    python benchmarks/lint_vllm.py --dump-findings /tmp/findings.json      # the sample to label
+
+The releases are the `.py` files of vLLM wheels, unpacked as SRC/<version>/vllm/... (see docs/lint-vllm.md; no vLLM
+code is kept in this repository). Ground truth: benchmarks/data/lint_vllm_sites.json; labels:
+benchmarks/data/lint_vllm_labels.json. The linter runs as a subprocess (`CMD lint --format json PATH...`), so the
+real command is what is measured.
+
+A site counts as caught when, in the release before its fix, a finding of the expected class lies in the same file
+inside the function's line span or within 3 lines of the bad copy; it is clean when, in the release after, no finding
+of that class lies in that function (or within 3 lines of the fixed copy where the function is gone). Recall =
+sites caught-before-and-clean-after / sites.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CLASSES = ("pageable", "pinned_strided", "pin_per_step", "rewrite_in_flight")
+CLASS_KEYS = ("class", "rule", "code", "rule_id", "kind", "source_class")
+SAMPLE = 50
+SEED = 57
+PARSE_FLOOR = ("import ast,sys\nfor p in sys.argv[1:]:\n    with open(p, 'rb') as f:\n        ast.parse(f.read(), p)\n")
+
+
+def versions(src: Path) -> list[str]:
+    def key(v: str):
+        return tuple(int(x) if x.isdigit() else 0 for x in v.split("."))
+    return sorted((p.name for p in src.iterdir() if (p / "vllm").is_dir()), key=key)
+
+
+def finding_list(doc) -> list[dict]:
+    """The findings of one JSON document, whatever list key the linter put them under."""
+    if isinstance(doc, list):
+        return doc
+    for k in ("findings", "results", "diagnostics", "violations"):
+        if isinstance(doc.get(k), list):
+            return doc[k]
+    raise ValueError(f"no list of findings in the JSON (keys: {sorted(doc)})")
+
+
+def norm(f: dict, root: Path) -> dict:
+    """(file relative to the release root, line, class) of one finding."""
+    loc = f.get("location") or {}
+    path = f.get("path") or f.get("file") or f.get("filename") or loc.get("path") or loc.get("file")
+    line = f.get("line") or f.get("row") or loc.get("line") or loc.get("row")
+    if path is None or line is None:
+        raise ValueError(f"finding without path or line: {f}")
+    p = Path(path)
+    p = p if p.is_absolute() else Path.cwd() / p
+    try:
+        rel = str(p.resolve().relative_to(root.resolve()))
+    except ValueError:
+        rel = str(path)
+    values = [str(f[k]) for k in CLASS_KEYS if f.get(k) is not None]
+    cls = next((c for c in sorted(CLASSES, key=len, reverse=True) for v in values if c in v), values[0] if values else "?")
+    return {"file": rel, "line": int(line), "rule": cls, "raw_rule": values[0] if values else "?",
+            "message": str(f.get("message", ""))[:300]}
+
+
+def lint(cmd: list[str], root: Path, paths: list[str]) -> tuple[list[dict], float, int]:
+    """Run the linter once over paths (relative to root); its findings, wall seconds and exit status."""
+    start = time.perf_counter()
+    p = subprocess.run(cmd + ["lint", "--format", "json", *paths], cwd=root, capture_output=True, text=True)
+    took = time.perf_counter() - start
+    if p.returncode not in (0, 1):
+        sys.exit(f"lint_vllm: `{shlex.join(cmd)} lint` in {root}: exit {p.returncode}: {p.stderr.strip()[:500]}")
+    try:
+        doc = json.loads(p.stdout) if p.stdout.strip() else []
+        return [norm(f, root) for f in finding_list(doc)], took, p.returncode
+    except (ValueError, AttributeError) as e:
+        sys.exit(f"lint_vllm: cannot read the linter's JSON in {root}: {e}; stdout starts {p.stdout[:200]!r}")
+
+
+def near(f: dict, span, line) -> bool:
+    if span and span[0] <= f["line"] <= span[1]:
+        return True
+    return line is not None and abs(f["line"] - line) <= 3
+
+
+def recall(cmd: list[str], src: Path, sites: list[dict]) -> tuple[list[tuple], dict]:
+    per_release: dict[str, set[str]] = {}
+    for s in sites:
+        per_release.setdefault(s["release_before"], set()).add(s["file"])
+        per_release.setdefault(s["release_after"], set()).add(s["file"])
+    found = {}
+    for ver, files in per_release.items():
+        present = sorted(f for f in files if (src / ver / f).is_file())
+        found[ver] = lint(cmd, src / ver, present)[0] if present else []
+    rows = []
+    for s in sites:
+        cls = s["expected_class"]
+        before = [f for f in found[s["release_before"]] if f["file"] == s["file"] and f["rule"] == cls
+                  and near(f, s["function_span_before"], s["line_before"])]
+        after = [f for f in found[s["release_after"]] if f["file"] == s["file"] and f["rule"] == cls
+                 and near(f, s["function_span_after"], s["line_after_if_any"])]
+        rows.append((s, bool(before), not after, before, after))
+    return rows, found
+
+
+def print_recall(rows) -> None:
+    print(f"{'tier':<5} {'pr':<7} {'site':<62} {'class':<15} {'before':<7} {'flagged':<8} {'after':<7} {'clean':<6}")
+    for s, flagged, clean, before, after in rows:
+        site = f"{s['file'].split('/')[-1]}:{s['line_before']} {s['function'].split('.')[-1]}"
+        pr = s["pr"] if s["tier"] == "pr" else "-"
+        print(f"{s['tier']:<5} {pr:<7} {site[:62]:<62} {s['expected_class']:<15} {s['release_before']:<7} "
+              f"{'yes' if flagged else 'NO':<8} {s['release_after']:<7} {'yes' if clean else 'NO':<6}")
+        if not clean:
+            print(f"      after-release finding(s) at line(s) {[f['line'] for f in after]}")
+    for tier in ("pr", "diff", None):
+        sel = [r for r in rows if tier is None or r[0]["tier"] == tier]
+        if sel:
+            ok = sum(1 for r in sel if r[1] and r[2])
+            name = {"pr": "sites named in PR threads", "diff": "sites from the release diff", None: "all sites"}[tier]
+            print(f"recall ({name}): {ok}/{len(sel)} = {ok / len(sel):.0%} "
+                  f"(flagged before {sum(r[1] for r in sel)}, clean after {sum(r[2] for r in sel)})")
+
+
+def sample(findings: list[dict]) -> list[dict]:
+    ordered = sorted(findings, key=lambda f: (f["file"], f["line"], f["rule"]))
+    return ordered if len(ordered) <= SAMPLE else sorted(random.Random(SEED).sample(ordered, SAMPLE),
+                                                         key=lambda f: (f["file"], f["line"], f["rule"]))
+
+
+def precision(findings: list[dict], labels_path: Path, ver: str) -> None:
+    picked = sample(findings)
+    print(f"\nprecision on {ver}: {len(findings)} findings, {len(picked)} in the labelled sample (seed {SEED})")
+    if not labels_path.is_file():
+        print(f"no labels file {labels_path}: precision not computed")
+        return
+    doc = json.loads(labels_path.read_text())
+    labels = {(x["file"], x["line"], x["rule"]): x for x in doc["labels"]}
+    if doc.get("release") and doc["release"] != ver:
+        print(f"note: labels were made on {doc['release']}, findings here are from {ver}")
+    counts = {"TRUE": 0, "FALSE": 0}
+    unlabelled = []
+    by_rule: dict[str, dict[str, int]] = {}
+    for f in picked:
+        lab = labels.get((f["file"], f["line"], f["rule"]))
+        if lab is None:
+            unlabelled.append(f)
+            continue
+        counts[lab["label"]] += 1
+        by_rule.setdefault(f["rule"], {"TRUE": 0, "FALSE": 0})[lab["label"]] += 1
+    print(f"{'rule':<18} {'true':>5} {'false':>6}")
+    for rule, c in sorted(by_rule.items()):
+        print(f"{rule:<18} {c['TRUE']:>5} {c['FALSE']:>6}")
+    judged = counts["TRUE"] + counts["FALSE"]
+    if judged:
+        print(f"precision: {counts['TRUE']}/{judged} = {counts['TRUE'] / judged:.0%} "
+              f"(labels made with lint commit {doc.get('linter_commit', '?')})")
+    if unlabelled:
+        print(f"unlabelled: {len(unlabelled)} sampled finding(s) have no label (findings changed since labelling?):")
+        for f in unlabelled[:20]:
+            print(f"  {f['file']}:{f['line']} {f['rule']}")
+
+
+def timing(cmd: list[str], src: Path, ver: str, reps: int) -> None:
+    root = src / ver
+    files = sorted(str(p.relative_to(root)) for p in (root / "vllm").rglob("*.py"))
+    lint_t, floor_t = [], []
+    n = 0
+    for _ in range(reps):
+        found, took, _rc = lint(cmd, root, ["vllm"])
+        lint_t.append(took)
+        n = len(found)
+        start = time.perf_counter()
+        p = subprocess.run([sys.executable, "-c", PARSE_FLOOR, *files], cwd=root, capture_output=True, text=True)
+        floor_t.append(time.perf_counter() - start)
+        if p.returncode != 0:
+            sys.exit(f"lint_vllm: parse floor failed: {p.stderr.strip()[:300]}")
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\ntiming: vllm {ver}, {len(files)} .py files, {n} findings; {os.cpu_count()} cores, load average {load}; "
+          f"median of {reps} runs, wall time")
+    lm, fm = statistics.median(lint_t), statistics.median(floor_t)
+    print(f"{'command':<52} {'median s':>9}  runs")
+    print(f"{'parse floor: python ast.parse over every file':<52} {fm:9.2f}  " + " ".join(f"{t:.2f}" for t in floor_t))
+    print(f"{'nsysh2d lint --format json vllm':<52} {lm:9.2f}  " + " ".join(f"{t:.2f}" for t in lint_t))
+    print(f"lint / parse floor: {lm / fm:.2f}x")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--src", type=Path, default=Path("/work/vllm-src"), help="folder of unpacked releases (VERSION/vllm)")
+    ap.add_argument("--nsysh2d", default="nsysh2d", help="the command to run (split like a shell would)")
+    ap.add_argument("--sites", type=Path, default=HERE / "data" / "lint_vllm_sites.json")
+    ap.add_argument("--labels", type=Path, default=HERE / "data" / "lint_vllm_labels.json")
+    ap.add_argument("--release", help="release for precision and timing (default: the newest under --src)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--dump-findings", type=Path, help="write the sampled findings of --release here (for labelling)")
+    args = ap.parse_args()
+    cmd = shlex.split(args.nsysh2d)
+    src = args.src
+    have = versions(src)
+    if not have:
+        sys.exit(f"lint_vllm: no VERSION/vllm folders under {src}")
+    sites = json.loads(args.sites.read_text())["sites"]
+    need = {s["release_before"] for s in sites} | {s["release_after"] for s in sites}
+    if need - set(have):
+        sys.exit(f"lint_vllm: releases missing under {src}: {sorted(need - set(have))}")
+    ver = args.release or have[-1]
+    head = subprocess.run(cmd + ["--version"], capture_output=True, text=True)
+    print(f"# lint_vllm: `{shlex.join(cmd)}` ({(head.stdout or head.stderr).strip()[:80]}); releases {sorted(need)}; "
+          f"precision/timing on {ver}")
+    rows, _ = recall(cmd, src, sites)
+    print_recall(rows)
+    whole, _, _ = lint(cmd, src / ver, ["vllm"])
+    if args.dump_findings:
+        args.dump_findings.write_text(json.dumps({"release": ver, "total": len(whole), "sample": sample(whole)}, indent=1))
+        print(f"wrote {args.dump_findings}")
+    precision(whole, args.labels, ver)
+    if not args.no_timing:
+        timing(cmd, src, ver, args.reps)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
