@@ -220,7 +220,8 @@ def main() -> int:
         sys.exit(f"lint_vllm: releases missing under {src}: {sorted(need - set(have))}")
     ver = args.release or have[-1]
     head = subprocess.run(cmd + ["--version"], capture_output=True, text=True)
-    print(f"# lint_vllm: `{shlex.join(cmd)}` ({(head.stdout or head.stderr).strip()[:80]}); releases {sorted(need)}; "
+    first = ((head.stdout or head.stderr).strip().splitlines() or ["?"])[0][:80]
+    print(f"# lint_vllm: `{shlex.join(cmd)}` ({first}); releases {sorted(need)}; "
           f"precision/timing on {ver}")
     rows, _ = recall(cmd, src, sites)
     print_recall(rows)
