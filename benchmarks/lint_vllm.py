@@ -77,10 +77,13 @@ def norm(f: dict, root: Path) -> dict:
     return {"file": rel, "line": int(line), "rule": code, "class": cls, "message": str(f.get("message", ""))[:300]}
 
 
+LINT_ARGS: list[str] = []  # --lint-args, e.g. ["--select", "ALL"]
+
+
 def lint(cmd: list[str], root: Path, paths: list[str]) -> tuple[list[dict], float, int]:
     """Run the linter once over paths (relative to root); its findings, wall seconds and exit status."""
     start = time.perf_counter()
-    p = subprocess.run(cmd + ["lint", "--format", "json", *paths], cwd=root, capture_output=True, text=True)
+    p = subprocess.run(cmd + ["lint", "--format", "json", *LINT_ARGS, *paths], cwd=root, capture_output=True, text=True)
     took = time.perf_counter() - start
     if p.returncode not in (0, 1):
         sys.exit(f"lint_vllm: `{shlex.join(cmd)} lint` in {root}: exit {p.returncode}: {p.stderr.strip()[:500]}")
@@ -141,6 +144,33 @@ def sample(findings: list[dict]) -> list[dict]:
                                                          key=lambda f: (f["file"], f["line"], f["rule"]))
 
 
+def tally(findings: list[dict], labels: dict) -> tuple[dict, list[dict]]:
+    """TRUE/FALSE counts by rule of the labelled findings, and the findings that have no label."""
+    by_rule: dict[str, dict[str, int]] = {}
+    unlabelled = []
+    for f in findings:
+        lab = labels.get((f["file"], f["line"], f["rule"]))
+        if lab is None:
+            unlabelled.append(f)
+        else:
+            by_rule.setdefault(f["rule"], {"TRUE": 0, "FALSE": 0})[lab["label"]] += 1
+    return by_rule, unlabelled
+
+
+def print_tally(name: str, by_rule: dict, unlabelled: list[dict], commit: str) -> None:
+    print(f"{name}:\n{'rule':<18} {'true':>5} {'false':>6}")
+    for rule, c in sorted(by_rule.items()):
+        print(f"{rule:<18} {c['TRUE']:>5} {c['FALSE']:>6}")
+    true = sum(c["TRUE"] for c in by_rule.values())
+    judged = true + sum(c["FALSE"] for c in by_rule.values())
+    if judged:
+        print(f"precision ({name}): {true}/{judged} = {true / judged:.0%} (labels: {commit})")
+    if unlabelled:
+        print(f"unlabelled: {len(unlabelled)} finding(s) have no label (findings changed since labelling?):")
+        for f in unlabelled[:20]:
+            print(f"  {f['file']}:{f['line']} {f['rule']}")
+
+
 def precision(findings: list[dict], labels_path: Path, ver: str) -> None:
     picked = sample(findings)
     print(f"\nprecision on {ver}: {len(findings)} findings, {len(picked)} in the labelled sample (seed {SEED})")
@@ -151,27 +181,14 @@ def precision(findings: list[dict], labels_path: Path, ver: str) -> None:
     labels = {(x["file"], x["line"], x["rule"]): x for x in doc["labels"]}
     if doc.get("release") and doc["release"] != ver:
         print(f"note: labels were made on {doc['release']}, findings here are from {ver}")
-    counts = {"TRUE": 0, "FALSE": 0}
-    unlabelled = []
-    by_rule: dict[str, dict[str, int]] = {}
-    for f in picked:
-        lab = labels.get((f["file"], f["line"], f["rule"]))
-        if lab is None:
-            unlabelled.append(f)
-            continue
-        counts[lab["label"]] += 1
-        by_rule.setdefault(f["rule"], {"TRUE": 0, "FALSE": 0})[lab["label"]] += 1
-    print(f"{'rule':<18} {'true':>5} {'false':>6}")
-    for rule, c in sorted(by_rule.items()):
-        print(f"{rule:<18} {c['TRUE']:>5} {c['FALSE']:>6}")
-    judged = counts["TRUE"] + counts["FALSE"]
-    if judged:
-        print(f"precision: {counts['TRUE']}/{judged} = {counts['TRUE'] / judged:.0%} "
-              f"(labels made with lint commit {doc.get('linter_commit', '?')})")
-    if unlabelled:
-        print(f"unlabelled: {len(unlabelled)} sampled finding(s) have no label (findings changed since labelling?):")
-        for f in unlabelled[:20]:
-            print(f"  {f['file']}:{f['line']} {f['rule']}")
+    commit = doc.get("linter_commit", "?")
+    print_tally("sample", *tally(picked, labels), commit)
+    if len(picked) < len(findings):
+        by_rule, unlabelled = tally(findings, labels)
+        if not unlabelled:
+            print_tally("every finding", by_rule, unlabelled, commit)
+        else:
+            print(f"every finding: {len(unlabelled)} of {len(findings)} unlabelled, precision over all not computed")
 
 
 def timing(cmd: list[str], src: Path, ver: str, reps: int) -> None:
@@ -194,7 +211,7 @@ def timing(cmd: list[str], src: Path, ver: str, reps: int) -> None:
     lm, fm = statistics.median(lint_t), statistics.median(floor_t)
     print(f"{'command':<52} {'median s':>9}  runs")
     print(f"{'parse floor: python ast.parse over every file':<52} {fm:9.2f}  " + " ".join(f"{t:.2f}" for t in floor_t))
-    print(f"{'nsysh2d lint --format json vllm':<52} {lm:9.2f}  " + " ".join(f"{t:.2f}" for t in lint_t))
+    print(f"{'nsysh2d lint --format json ' + shlex.join(LINT_ARGS + ['vllm']):<52} {lm:9.2f}  " + " ".join(f"{t:.2f}" for t in lint_t))
     print(f"lint / parse floor: {lm / fm:.2f}x")
 
 
@@ -207,9 +224,11 @@ def main() -> int:
     ap.add_argument("--release", help="release for precision and timing (default: the newest under --src)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--lint-args", default="", help="more arguments for `lint` (e.g. \"--select ALL\")")
     ap.add_argument("--dump-findings", type=Path, help="write the sampled findings of --release here (for labelling)")
     args = ap.parse_args()
     cmd = shlex.split(args.nsysh2d)
+    LINT_ARGS[:] = shlex.split(args.lint_args)
     src = args.src
     have = versions(src)
     if not have:
@@ -221,7 +240,7 @@ def main() -> int:
     ver = args.release or have[-1]
     head = subprocess.run(cmd + ["--version"], capture_output=True, text=True)
     first = ((head.stdout or head.stderr).strip().splitlines() or ["?"])[0][:80]
-    print(f"# lint_vllm: `{shlex.join(cmd)}` ({first}); releases {sorted(need)}; "
+    print(f"# lint_vllm: `{shlex.join(cmd)} lint --format json {shlex.join(LINT_ARGS)}` ({first}); releases {sorted(need)}; "
           f"precision/timing on {ver}")
     rows, _ = recall(cmd, src, sites)
     print_recall(rows)

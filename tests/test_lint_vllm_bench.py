@@ -77,12 +77,12 @@ def test_recall_precision_from_toy_tree(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "recall (all sites): 1/2 = 50% (flagged before 1, clean after 1)" in r.stdout, r.stdout
     assert "precision on 1.1: 2 findings, 2 in the labelled sample" in r.stdout
-    assert "precision: 1/2 = 50%" in r.stdout and "unlabelled" not in r.stdout
+    assert "precision (sample): 1/2 = 50%" in r.stdout and "unlabelled" not in r.stdout
     assert "lint / parse floor:" in r.stdout
     dump = json.loads((tmp_path / "dump.json").read_text())
     assert [(f["line"], f["rule"]) for f in dump["sample"]] == [(6, "pinned_strided"), (9, "pageable")]
 
     (tmp_path / "labels.json").write_text(json.dumps({"labels": labels[:1]}))
     r = subprocess.run(cmd + ["--no-timing"], capture_output=True, text=True, timeout=120)
-    assert "precision: 1/1 = 100%" in r.stdout and "unlabelled: 1 sampled finding(s)" in r.stdout, r.stdout
+    assert "precision (sample): 1/1 = 100%" in r.stdout and "unlabelled: 1 finding(s)" in r.stdout, r.stdout
     assert "vllm/m.py:9 pageable" in r.stdout
