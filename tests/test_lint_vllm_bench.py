@@ -34,6 +34,16 @@ BEFORE = textwrap.dedent("""\
 
     def other(a):
         return a.to("cuda", non_blocking=True)  # BAD
+
+    def long_fn(a, b):
+        y = 0
+        y = 0
+        x = a.to("cuda", non_blocking=True)  # BAD
+        y = 1
+        y = 2
+        y = 3
+        y = 4
+        return b.to("cuda", non_blocking=True)  # BAD
 """)
 AFTER = textwrap.dedent("""\
     def copy_ids(a):
@@ -45,6 +55,16 @@ AFTER = textwrap.dedent("""\
 
     def other(a):
         return a.to("cuda", non_blocking=True)  # BAD
+
+    def long_fn(a, b):
+        y = 0
+        y = 0
+        x = async_tensor_h2d(a, "cuda")
+        y = 1
+        y = 2
+        y = 3
+        y = 4
+        return b.to("cuda", non_blocking=True)  # BAD still here, 5 lines below the fixed copy
 """)
 
 
@@ -61,8 +81,11 @@ def test_recall_precision_from_toy_tree(tmp_path):
         (src / ver / "vllm" / "m.py").write_text(text)
     fake = tmp_path / "fake.py"
     fake.write_text(FAKE)
-    # copy_ids: flagged in 1.0 (line 3), gone in 1.1 -> counts; copy_rows: not flagged in 1.0 -> does not count
-    sites = [site("copy_ids", [1, 3], 3, [1, 3], 3, "pageable"), site("copy_rows", [5, 6], 6, [5, 6], 6, "pinned_strided")]
+    # copy_ids: flagged in 1.0 (line 3), gone in 1.1 -> counts; copy_rows: not flagged in 1.0 -> does not count;
+    # long_fn: flagged, and clean at the fixed copy (line 14) though the function keeps another BAD (line 19):
+    # counts, but not in the stricter whole-function count
+    sites = [site("copy_ids", [1, 3], 3, [1, 3], 3, "pageable"), site("copy_rows", [5, 6], 6, [5, 6], 6, "pinned_strided"),
+             site("long_fn", [11, 19], 14, [11, 19], 14, "pageable")]
     (tmp_path / "sites.json").write_text(json.dumps({"sites": sites}))
     # findings on the newest release (1.1): line 6 pinned_strided, line 9 pageable; one labelled each way is 1/2,
     # and a label for a finding that no longer exists is ignored; then one label removed -> one unlabelled
@@ -75,14 +98,16 @@ def test_recall_precision_from_toy_tree(tmp_path):
            "--reps", "1", "--dump-findings", str(tmp_path / "dump.json")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "recall (all sites): 1/2 = 50% (flagged before 1, clean after 1)" in r.stdout, r.stdout
-    assert "precision on 1.1: 2 findings, 2 in the labelled sample" in r.stdout
-    assert "precision (sample): 1/2 = 50%" in r.stdout and "unlabelled" not in r.stdout
+    assert ("recall (all sites): 2/3 = 67% (flagged before 2, clean after 2; with no finding of the class anywhere "
+            "in the function after: 1/3)") in r.stdout, r.stdout
+    assert "precision on 1.1: 3 findings, 3 in the labelled sample" in r.stdout
+    assert "precision (sample): 1/2 = 50%" in r.stdout and "unlabelled: 1 finding(s)" in r.stdout
+    assert "vllm/m.py:19 pageable" in r.stdout
     assert "lint / parse floor:" in r.stdout
     dump = json.loads((tmp_path / "dump.json").read_text())
-    assert [(f["line"], f["rule"]) for f in dump["sample"]] == [(6, "pinned_strided"), (9, "pageable")]
+    assert [(f["line"], f["rule"]) for f in dump["sample"]] == [(6, "pinned_strided"), (9, "pageable"), (19, "pageable")]
 
     (tmp_path / "labels.json").write_text(json.dumps({"labels": labels[:1]}))
     r = subprocess.run(cmd + ["--no-timing"], capture_output=True, text=True, timeout=120)
-    assert "precision (sample): 1/1 = 100%" in r.stdout and "unlabelled: 1 finding(s)" in r.stdout, r.stdout
+    assert "precision (sample): 1/1 = 100%" in r.stdout and "unlabelled: 2 finding(s)" in r.stdout, r.stdout
     assert "vllm/m.py:9 pageable" in r.stdout
