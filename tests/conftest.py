@@ -32,7 +32,9 @@ SLOW_FILES = {"test_cluster.py", "test_html.py", "test_properties.py", "test_run
               # real-trace end to end on the Kineto captures (JSON parsing of MB-sized traces in each test)
               "test_kineto.py", "test_kineto_fuzz.py", "test_uva.py",
               # real-trace equality with plain SQL per call (queued launches, the full backlog of every call)
-              "test_h100_probes.py", "test_lazy_backlog.py"}
+              "test_h100_probes.py", "test_lazy_backlog.py",
+              # benchmarks/lint_vllm.py end to end (a stand-in linter and the parse floor as subprocesses)
+              "test_lint_vllm_bench.py"}
 
 
 def pytest_collection_modifyitems(items):
