@@ -36,7 +36,9 @@ SLOW_FILES = {"test_cluster.py", "test_html.py", "test_properties.py", "test_run
               # torch and the hook; the H100 captures of issue 58 unpacked and analyzed several ways
               "test_site_hook.py", "test_h100_sites.py",
               # hostile values through the CLI, one subprocess per case under a memory limit (issue 54)
-              "test_trust_values.py"}
+              "test_trust_values.py",
+              # benchmarks/lint_vllm.py end to end (a stand-in linter and the parse floor as subprocesses)
+              "test_lint_vllm_bench.py"}
 
 
 def pytest_collection_modifyitems(items):
