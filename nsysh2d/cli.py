@@ -16,7 +16,7 @@ from .cli_summary import api_summary, threshold
 from .cli_tools import cache_clear, recipe_path
 from .cli_kit import (Group, calls_option, csv_table_option, direction_option, duration, emit,
                       error_line, exit_code, no_cache_option, profile_options, report_options, scheduler_option,
-                      note, quiet_option, terminal, version_option)
+                      source_root_option, note, quiet_option, terminal, version_option)
 from .config import scheduler_setting
 
 
@@ -206,6 +206,7 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
               help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
 @scheduler_option
+@source_root_option
 @no_cache_option
 @click.pass_context
 def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, scheduler, no_cache, **given):
@@ -266,6 +267,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
               "shown by the gate), e.g. 'model-init copies, tracked in #123'.")
 @click.option("--nsys", "nsys_path")
 @scheduler_option
+@source_root_option
 @no_cache_option
 def baseline(report, output, min_duration, direction, calls, step_pattern, accept, nsys_path, scheduler, no_cache):
     """Store a trace's findings (per call site, NVTX range, kind, class; steps) for `gate --baseline`:

@@ -231,6 +231,21 @@ scheduler_option = click.option(
          "nsysh2d installed and see the report paths) or 'local' for a LocalCluster here. Also "
          "$NSYSH2D_SCHEDULER (never a project file). Needs pip install 'nsysh2d[dask]'.")
 
+def _source_root(ctx, _param, value):
+    """Kineto files named relative to a sys.path entry are looked up here (sites.resolve reads the variable, in
+    this process and in the pool workers it starts)."""
+    if value:
+        if not os.path.isdir(value):
+            raise click.BadParameter(f"{value!r} is not a folder")
+        os.environ["NSYSH2D_SOURCE_ROOT"] = os.path.realpath(value)
+    return value
+
+
+source_root_option = click.option(
+    "--source-root", metavar="DIR", callback=_source_root, expose_value=False, is_eager=True,
+    help="Kineto traces: where the files of call sites are looked for, to name them by their path in the "
+         "repository (torch names them relative to a sys.path entry).  [default: the current folder]")
+
 common_report_options = [
     click.option("--min-duration", default="100us", show_default=True, callback=duration,
                  help="A call is long when its host-side duration is at least this (ns, us, ms)."),
@@ -244,6 +259,7 @@ common_report_options = [
                       "default and no such range, torch.profiler's ProfilerStep#N ranges are the steps."),
     click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs."),
     scheduler_option,
+    source_root_option,
 ]
 
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from ..sites import KINETO_DEF
 from . import safe
 
 
@@ -101,9 +102,16 @@ def github_annotations(verdicts: list[dict]) -> str:
         at_line = {}
         for o in unique_offenders(v):
             m = re.fullmatch(r"(.+\.py):(\d+)", o.get("site_line") or "")
+            k = KINETO_DEF.fullmatch(o.get("site_line") or "")
             if m:
-                at_line.setdefault((m.group(1), m.group(2)), []).append(o)
-        for (f, n), offs in at_line.items():
+                at_line.setdefault((m.group(1), m.group(2), None), []).append(o)
+            elif k:   # a Kineto site: only the function's first line is known, and the annotation says so
+                at_line.setdefault((k.group(1), k.group(3), k.group(2)), []).append(o)
+        for (f, n, fn), offs in at_line.items():
             msg = f"{len(offs)} long-blocking copies here; longest: {offender_line(offs[0])}"
-            lines.append(f"::error file={prop(f)},line={n},title=nsysh2d blocking H2D copy::{data(msg)}")
+            title = "nsysh2d blocking H2D copy"
+            if fn:
+                title += f" in {fn}() (line {n} is where it starts: torch.profiler records no call line)"
+                msg = f"{len(offs)} long-blocking copies inside {fn}(), which starts here; longest: {offender_line(offs[0])}"
+            lines.append(f"::error file={prop(f)},line={n},title={prop(t(title))}::{data(msg)}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -28,6 +28,7 @@ EVENT_CLASS = {"cuda_runtime": 0, "cuda_driver": 1}        # known_enums.sql's i
 GPU_KIND = {"gpu_memcpy": 0, "gpu_memset": 1, "kernel": 2}
 MEMCPY_NAME = re.compile(r"Memcpy (\w+) \((.+?) -> (.+?)\)")
 PY_FRAME = re.compile(r"(.+)\((\d+)\): (.+)")
+BUILT_IN = re.compile(r"<built-in (?:method|function) ([\w.]+)")   # a C function: its name, never its object's address
 TID_LIMIT = 1 << 24   # nsys's globalTid packs pid and tid in 24 bits each (source/global_tid.sql)
 OWN_TIDS = 1 << 23    # thread ids at or above this (or negative) get one of their own (Events.tid)
 
@@ -257,7 +258,9 @@ def python_stacks(con) -> tuple[list[tuple], dict]:
     for gpid, corr, key, depth, name in rows:
         calls[(gpid, corr)] = key
         m = PY_FRAME.fullmatch(name or "")
-        if m:   # built-in methods and C functions name no file: never the user's frame
+        if m:
             stacks.setdefault(key, []).append((depth, (m.group(3), m.group(1), int(m.group(2)))))
+        elif b := BUILT_IN.match(name or ""):   # names no file: never the user's frame, but what it called
+            stacks.setdefault(key, []).append((depth, (b.group(1), "<built-in>", 0)))
     frames = {k: [f for _d, f in sorted(v)] for k, v in stacks.items()}
     return [(p, c, k) for (p, c), k in calls.items()], frames

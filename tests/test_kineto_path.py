@@ -1,0 +1,100 @@
+"""The torch.profiler (Kineto) user's path (issue 56): sites say what the trace knows (the function, where it
+starts, what it called), causes carry their evidence, compare shows cost that moved. Truth is plain JSON
+arithmetic over the bundled H100 traces, done here."""
+import gzip
+import json
+import re
+from collections import Counter
+
+import pytest
+
+from conftest import DATA
+
+KINETO = DATA / "kineto"
+TRAIN = KINETO / "train-loop-before.pt.trace.json.gz"
+QWEN_BEFORE = KINETO / "qwen3vl-before.pt.trace.json.gz"
+QWEN_AFTER = KINETO / "qwen3vl-after.pt.trace.json.gz"
+FRAME = re.compile(r"(.+)\((\d+)\): (.+)")
+
+
+def events(path):
+    with gzip.open(path, "rt") as f:
+        return [e for e in json.load(f)["traceEvents"] if e.get("ph") == "X"]
+
+
+def copy_stacks(path):
+    """For each async H2D copy call: its python_function events that enclose it on its thread, innermost first."""
+    evs = events(path)
+    h2d = {e["args"]["correlation"] for e in evs if e.get("cat") == "gpu_memcpy" and "HtoD" in e["name"]}
+    py = [e for e in evs if e.get("cat") == "python_function"]
+    out = []
+    for c in evs:
+        if c.get("cat") == "cuda_runtime" and c["name"] == "cudaMemcpyAsync" and c["args"]["correlation"] in h2d:
+            enclosing = [p for p in py if p["tid"] == c["tid"] and p["ts"] <= c["ts"]
+                         and p["ts"] + p["dur"] >= c["ts"] + c["dur"]]
+            out.append(sorted(enclosing, key=lambda p: -p["ts"]))
+    return out
+
+
+def user_frame_and_callee(stack, user_file):
+    """(function, first line, what it called) of the innermost frame in `user_file`."""
+    for i, p in enumerate(stack):
+        m = FRAME.fullmatch(p["name"])
+        if m and m.group(1) == user_file:
+            return m.group(3), int(m.group(2)), stack[i - 1]["name"] if i else None
+    return None
+
+
+def report(cli, *args):
+    got = cli("analyze", *args, "--format", "json")
+    assert got.exit_code == 0, got.output
+    return json.loads(got.output)["reports"][0]
+
+
+@pytest.fixture(scope="module")
+def train_truth():
+    return Counter(user_frame_and_callee(s, "train_loop.py") for s in copy_stacks(TRAIN))
+
+
+def test_init_and_batch_copies_of_one_function_are_two_sites_named_by_function(cli, train_truth):
+    """The model's `.to(dev)` at init (through Module.to) and the batch's `.to()` in the loop share the function
+    main: two sites, each with the calls the trace's own stacks give it, named by function with its first line
+    as def@N, never a bare file:line."""
+    (fn, line, _), = {(f, n, None) for f, n, _c in train_truth}
+    assert fn == "main"
+    via_module = sum(n for (_f, _l, callee), n in train_truth.items() if callee.endswith(": to"))
+    direct = sum(n for (_f, _l, callee), n in train_truth.items() if callee.startswith("<built-in method to "))
+    assert via_module and direct and via_module + direct == sum(train_truth.values())
+    rep = report(cli, TRAIN, "--top", "200", "--min-duration", "1ns")
+    sites = {r["group"]: r["calls"] for r in rep["by_site"]}
+    assert sites == {"workloads/train_loop.py:main > module.py:to": via_module,
+                     "workloads/train_loop.py:main > to()": direct}
+    lines = {t["site_line"] for t in rep["top"]}
+    assert lines == {f"workloads/train_loop.py:main def@{line} > module.py:to",
+                     f"workloads/train_loop.py:main def@{line} > to()"}
+    assert not any(re.fullmatch(r".+\.py:\d+", s or "") for s in lines)
+
+
+def test_files_named_relative_to_sys_path_resolve_under_the_source_root(cli, tmp_path, monkeypatch):
+    """torch writes `qwen3vl_inputs.py`; the checkout has workloads/qwen3vl_inputs.py: the site names that path.
+    From a folder where no such file is, the name stays as the trace wrote it (and --source-root finds it)."""
+    names = {FRAME.fullmatch(p["name"]).group(1) for s in copy_stacks(QWEN_BEFORE) for p in s
+             if FRAME.fullmatch(p["name"])}
+    assert "qwen3vl_inputs.py" in names and "workloads/qwen3vl_inputs.py" not in names
+    here = {r["group"].split(":")[0] for r in report(cli, QWEN_BEFORE)["by_site"]}
+    assert "workloads/qwen3vl_inputs.py" in here
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NSYSH2D_SOURCE_ROOT", raising=False)
+    elsewhere = {r["group"].split(":")[0] for r in report(cli, QWEN_BEFORE)["by_site"]}
+    assert "qwen3vl_inputs.py" in elsewhere and "workloads/qwen3vl_inputs.py" not in elsewhere
+    root = str(DATA.parent.parent)
+    rooted = {r["group"].split(":")[0] for r in report(cli, QWEN_BEFORE, "--source-root", root)["by_site"]}
+    assert rooted == here
+
+
+def test_annotations_say_a_def_line_is_where_the_function_starts(cli, train_truth, monkeypatch):
+    (_f, line, _c), *_ = train_truth
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    got = cli("gate", TRAIN)
+    at = [ln for ln in got.output.splitlines() if ln.startswith("::error file=")]
+    assert at and all(f"line={line}," in ln and "where it starts" in ln and "no call line" in ln for ln in at)
