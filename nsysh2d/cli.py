@@ -196,7 +196,8 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
               help="With step ranges, the rules judge copies made during steps (the steady state); the first N "
                    "steps are warm-up and not judged either.")
 @click.option("--fail-on-cause", "fail_causes", multiple=True, help="Fail on any long call with this cause "
-              "(backlog, launch_queue, own_transfer, host_allocation, unknown; `analyze` shows them); repeatable.")
+              "(backlog, launch_queue, own_transfer, host_allocation, new_host_allocation, unknown; `analyze` shows "
+              "them); repeatable.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
               help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")

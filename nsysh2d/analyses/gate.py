@@ -140,7 +140,7 @@ def cause_rule(rep: dict, rules: Rules) -> RuleResult:
     what = ", ".join(f"{r['calls']} {r['cause']} ({r['host_ns'] / 1e6:.2f} ms)" for r in hit)
     offenders = [t for t in rep["top"] if t.get("cause") in rules.fail_causes]
     return RuleResult("no-long-calls-of-cause", n == 0,
-                      f"{n} long calls whose cause is {listed}" + (f": {what}" if hit else "") + "; allowed 0",
+                      f"{n} long call{'' if n == 1 else 's'} whose cause is {listed}" + (f": {what}" if hit else "") + "; allowed 0",
                       offenders if n else [])
 
 

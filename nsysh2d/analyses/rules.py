@@ -32,7 +32,7 @@ class Rules:
 
 # The causes a long call can have, in the order queries/model/rules.sql's call_cause tries them (and
 # queries/analyses/by_cause.sql's host_allocation).
-CAUSES = ("backlog", "launch_queue", "own_transfer", "host_allocation", "unknown")
+CAUSES = ("backlog", "launch_queue", "own_transfer", "host_allocation", "new_host_allocation", "unknown")
 
 
 @dataclass
