@@ -142,3 +142,49 @@ def test_an_allocation_is_a_cause_only_with_its_evidence_and_shows_its_site(cli,
         {c: (len(d), sum(d)) for c, d in truth.items() if c is not None}
     assert got["new_host_allocation"]["longest_site"].startswith(
         "workloads/qwen3vl_inputs.py:vision_inputs_to_device def@")
+
+
+def function_truth(path, file_fn):
+    """(durations ns of each call of the function, {API: (calls, ns)} inside them on their thread): plain JSON."""
+    evs = events(path)
+    calls = [e for e in evs if e.get("cat") == "python_function" and FRAME.fullmatch(e["name"])
+             and FRAME.fullmatch(e["name"]).group(1) + ":" + FRAME.fullmatch(e["name"]).group(3) == file_fn]
+    apis = {}
+    for r in evs:
+        if r.get("cat") in ("cuda_runtime", "cuda_driver") and any(
+                r["tid"] == c["tid"] and c["ts"] <= r["ts"] and r["ts"] + r["dur"] <= c["ts"] + c["dur"] for c in calls):
+            n, ns = apis.get(r["name"], (0, 0))
+            apis[r["name"]] = (n + 1, ns + round(r["dur"] * 1000))
+    return sorted(round(c["dur"] * 1000) for c in calls), apis
+
+
+def test_compare_shows_the_cost_that_moved_into_the_fixed_function(cli):
+    """qwen3vl before/after (the vision ids pinned): the fix removed the blocking copies and added cudaHostAlloc
+    inside vision_inputs_to_device, which got slower: compare says so from the trace's python_function events, not
+    from NVTX ranges, with the allocation named; and it has a per-cause table."""
+    import statistics
+
+    fn = "qwen3vl_inputs.py:vision_inputs_to_device"
+    (db, ab), (da, aa) = function_truth(QWEN_BEFORE, fn), function_truth(QWEN_AFTER, fn)
+    assert "cudaHostAlloc" not in ab and aa["cudaHostAlloc"][0] > 0
+    assert statistics.median(da) > statistics.median(db)
+    got = cli("compare", QWEN_BEFORE, QWEN_AFTER, "--format", "json")
+    assert got.exit_code == 0, got.output
+    doc = json.loads(got.output)["compare"]
+    row = next(r for r in doc["functions"] if r["name"] == "workloads/" + fn)
+    assert (row["count_before"], row["count_after"]) == (len(db), len(da))
+    assert (row["median_ns_before"], row["median_ns_after"]) == (statistics.median(db), statistics.median(da))
+    assert (row["total_ns_before"], row["total_ns_after"]) == (sum(db), sum(da))
+    alloc = next(g for g in row["grew"] if g["api"] == "cudaHostAlloc")
+    assert (alloc["calls_before"], alloc["calls_after"], alloc["total_ns_after"]) == (0, *aa["cudaHostAlloc"])
+    assert "cudaHostAlloc" in row["new_apis"]
+    (finding,) = doc["function_findings"]
+    assert finding["name"] == "workloads/" + fn and finding["new"] == ["cudaHostAlloc"]
+    # per cause, as the three-trace view has it: from each side's analyze
+    for side, path in (("before", QWEN_BEFORE), ("after", QWEN_AFTER)):
+        causes = {r["cause"]: r["calls"] for r in report(cli, path)["by_cause"]}
+        assert {r["cause"]: r[f"calls_{side}"] for r in doc["by_cause"] if r[f"calls_{side}"]} == causes
+    text = cli("compare", QWEN_BEFORE, QWEN_AFTER).output
+    assert "long calls by cause" in text and "host time per Python function" in text
+    assert "slower with cudaHostAlloc appearing: workloads/qwen3vl_inputs.py:vision_inputs_to_device" in \
+        " ".join(text.split())

@@ -77,10 +77,22 @@ def compare(before_report, after_report, range_times=None) -> Comparison:
     out["steps_series"] = {side: _step_series(rep) for side, rep in (("before", before), ("after", after))}
     if range_times is not None:   # wall time of every NVTX range: a fix can make a range slower
         out["ranges"], out["range_findings"] = compare_ranges(*(r.to_json() for r in range_times))
+        if any(t.functions for t in range_times):   # Kineto: host time per Python function, from its stacks
+            from .function_times import compare_functions
+            out["functions"], out["function_findings"] = compare_functions(*(t.functions for t in range_times))
+    out["by_cause"] = compare_causes(before, after)
     ranks = compare_ranks(before.get("by_process") or [], after.get("by_process") or [])
     if ranks:
         out["by_rank"] = ranks
     return Comparison(out)
+
+
+def compare_causes(before: dict, after: dict) -> list[dict]:
+    """Long calls and their host time per cause, before and after (as the three-trace view has them)."""
+    b = {r["cause"]: r for r in before.get("by_cause") or []}
+    a = {r["cause"]: r for r in after.get("by_cause") or []}
+    order = [c for c in CAUSES if c in b or c in a] + sorted(c for c in {*b, *a} if c not in CAUSES)
+    return [{"cause": c, **_pair(b.get(c, {}), a.get(c, {}), None, None, keys=("calls", "host_ns"))} for c in order]
 
 
 RANK_FIGURES = ("long_calls", "blocking_calls", "long_ns", "blocking_ns", "gpu_idle_ns", "steps", "blocking_ns_per_step")

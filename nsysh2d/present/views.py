@@ -98,11 +98,13 @@ class CompareView(View):
         return compare_html(self.comparison, self.before, self.after)
 
     def sections(self) -> list[Section]:
+        from .functions import cause_compare_section, functions_section
         from .processes import rank_compare_section
         from .sections import compare_sections
 
-        ranks = rank_compare_section(self.comparison.to_json())
-        return compare_sections(self.comparison) + ([ranks] if ranks else [])
+        doc = self.comparison.to_json()
+        more = [rank_compare_section(doc), cause_compare_section(doc), functions_section(doc)]
+        return compare_sections(self.comparison) + [s for s in more if s]
 
 
 @dataclass
