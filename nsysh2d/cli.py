@@ -16,7 +16,7 @@ from .cli_summary import api_summary, threshold
 from .cli_tools import cache_clear, recipe_path
 from .cli_kit import (Group, calls_option, csv_table_option, direction_option, duration, emit,
                       error_line, exit_code, no_cache_option, profile_options, report_options, scheduler_option,
-                      source_root_option, note, quiet_option, terminal, version_option)
+                      source_root_option, steady_after_option, note, quiet_option, terminal, version_option)
 from .config import scheduler_setting
 
 
@@ -84,8 +84,8 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: the CPUs this process may use).")
 @no_cache_option
 @csv_table_option
-def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, top, by, jobs,
-            no_cache, csv_table):
+def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, steady_after,
+            top, by, jobs, no_cache, csv_table):
     """Report long-blocking async memcpy calls in nsys or torch.profiler traces.
 
     REPORT: an nsys SQLite export, a .nsys-rep (exported by the nsys CLI), a torch.profiler (Kineto) trace
@@ -116,7 +116,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
 
     top = top if top is not None else 500 if fmt.lower() == "html" else 10
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=top, step_pattern=step_pattern,
-                   calls=calls.lower())
+                   calls=calls.lower(), steady_after=steady_after).check()
     reps, errors = analyze_many(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache,
                                 scheduler=scheduler_setting(scheduler))
     for _path, msg, _code_ in errors:
@@ -133,7 +133,8 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
 @click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @report_options
 @no_cache_option
-def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, no_cache):
+def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, steady_after,
+            no_cache):
     """Compare two traces (before/after a fix), or three or more variants (side by side, then the first against
     each other): per memory kind, source class, call site and NVTX
     range, with deltas, per-step figures when both carry step ranges, and what disappeared or appeared.
@@ -158,7 +159,7 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
     if len(paths) > 2 and fmt.lower() == "html":
         raise BadInput("--format html compares two traces; for more, use table, markdown, json or csv")
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=10, step_pattern=step_pattern,
-                   calls=calls.lower())
+                   calls=calls.lower(), steady_after=steady_after).check()
     reps = analyze_all(paths, opts, nsys_path, not no_cache, scheduler_setting(scheduler))
     times = analyze_all(paths, opts, nsys_path, not no_cache, scheduler_setting(scheduler), "range-times")
     if ranks > 1:
@@ -194,7 +195,9 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
               help="NVTX ranges that mark one step (with the default and none of them: ProfilerStep#N).")
 @click.option("--warmup-steps", type=click.IntRange(0), default=0, show_default=True,
               help="With step ranges, the rules judge copies made during steps (the steady state); the first N "
-                   "steps are warm-up and not judged either.")
+                   "steps are warm-up and not judged either. Without step ranges it cannot apply: the verdict says "
+                   "so (use --steady-after).")
+@steady_after_option
 @click.option("--fail-on-cause", "fail_causes", multiple=True, help="Fail on any long call with this cause "
               "(backlog, launch_queue, own_transfer, host_allocation, new_host_allocation, unknown; `analyze` shows "
               "them); repeatable.")
@@ -225,7 +228,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
 
     Settings may also come from [tool.nsysh2d.gate] in pyproject.toml (the command line wins):
     max-long-calls, count, min-duration, max-blocked-per-step, max-gpu-idle-per-step, kinds, direction, calls, baseline,
-    tolerance, step-pattern, warmup-steps, fail-causes. When GITHUB_ACTIONS=true, failures are also printed as error annotations
+    tolerance, step-pattern, warmup-steps, steady-after, fail-causes. When GITHUB_ACTIONS=true, failures are also printed as error annotations
     (at the offending Python lines where known; on stderr with --format json).
 
     \b

@@ -246,6 +246,12 @@ source_root_option = click.option(
     help="Kineto traces: where the files of call sites are looked for, to name them by their path in the "
          "repository (torch names them relative to a sys.path entry).  [default: the current folder]")
 
+steady_after_option = click.option(
+    "--steady-after", metavar="WHEN",
+    help="Judge the steady state only: leave out the copies whose call starts before WHEN: a time after the first "
+         "API call (2s), the first range of a name (range:NAME), or, in a torch.profiler trace, the first CPU op or "
+         "Python function of a name (op:NAME). For traces without step ranges; reports say what was left out.")
+
 common_report_options = [
     click.option("--min-duration", default="100us", show_default=True, callback=duration,
                  help="A call is long when its host-side duration is at least this (ns, us, ms)."),
@@ -260,6 +266,7 @@ common_report_options = [
     click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs."),
     scheduler_option,
     source_root_option,
+    steady_after_option,
 ]
 
 

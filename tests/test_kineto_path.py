@@ -188,3 +188,43 @@ def test_compare_shows_the_cost_that_moved_into_the_fixed_function(cli):
     assert "long calls by cause" in text and "host time per Python function" in text
     assert "slower with cudaHostAlloc appearing: workloads/qwen3vl_inputs.py:vision_inputs_to_device" in \
         " ".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def no_ranges(tmp_path_factory):
+    """train-loop-before without its record_function ranges: a trace as a plain `with profile():` capture gives
+    it (no steps), with the model's init copies before the loop."""
+    evs = [e for e in events(TRAIN) if e.get("cat") != "user_annotation"]
+    return evs, write_trace(tmp_path_factory.mktemp("noranges") / "t.json", evs)
+
+
+def test_steady_after_leaves_out_what_came_before_and_says_so(cli, no_ranges):
+    evs, path = no_ranges
+    h2d = {e["args"]["correlation"] for e in evs if e.get("cat") == "gpu_memcpy" and "HtoD" in e["name"]}
+    calls = [e["ts"] for e in evs if e.get("cat") == "cuda_runtime" and e["name"] == "cudaMemcpyAsync"
+             and e["args"]["correlation"] in h2d]
+    first_conv = min(e["ts"] for e in evs if e.get("cat") == "cpu_op" and e["name"] == "aten::convolution")
+    first_api = min(e["ts"] for e in evs if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+    for spec, start in (("op:aten::convolution", first_conv), ("3s", first_api + 3e6)):
+        before = sum(ts < start for ts in calls)
+        assert 0 < before < len(calls)
+        rep = report(cli, path, "--steady-after", spec)
+        assert rep["totals"]["calls"] == len(calls) - before
+        assert f"{before} copy calls before it left out" in rep["steps"]["steady"]
+        assert rep["steps"]["steady"] in rep["warnings"]
+    rep = report(cli, path, "--steady-after", "range:nope")
+    assert rep["totals"]["calls"] == len(calls) and "does not apply" in rep["steps"]["steady"]
+    got = cli("gate", path, "--steady-after", "op:aten::convolution", "--max-long-calls", "1000")
+    assert got.exit_code == 0 and "steady state from op:aten::convolution" in got.output
+    bad = cli("analyze", path, "--steady-after", "soon")
+    assert bad.exit_code == 2 and "bad --steady-after 'soon'" in bad.output
+
+
+def test_options_that_cannot_apply_say_so_in_plain_words(cli, no_ranges):
+    _evs, path = no_ranges
+    got = cli("gate", path, "--warmup-steps", "1", "--max-blocked-per-step", "1ms")
+    assert got.exit_code == 1
+    text = " ".join(got.output.split())
+    assert "--warmup-steps 1 does not apply: the trace has no step ranges" in text
+    assert "[FAIL] max-blocked-per-step: cannot compute a per-step figure: the trace has no step ranges" in text
+    assert "matches the step pattern ^step\\b;" in text and "'^step\\\\b'" not in text

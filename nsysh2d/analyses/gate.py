@@ -26,8 +26,13 @@ def _scope(rep: dict, rules: Rules):
 
     steps, by_step = rep["steps"]["steps"], rep.get("by_step")
     kinds = [r for r in rep["by_kind"] if _kind_ok(r["src_kind"], rules)]
+    steady = f"; {rep['steps']['steady']}" if rep["steps"].get("steady") else ""
     if not steps or by_step is None:
-        return kinds, [], steps, "", lambda t: True
+        # an option that cannot apply says so in the verdict (issue 56)
+        warm = (f"; --warmup-steps {rules.warmup_steps} does not apply: the trace has no step ranges ("
+                f"{no_steps_words(rep)}), so every copy is judged (--steady-after judges from a range, an op or a "
+                "time on)") if rules.warmup_steps else ""
+        return kinds, [], steps, steady + warm, lambda t: True
     rows = [r for r in by_step if _kind_ok(r["src_kind"], rules)]
     judged = [r for r in rows if r["step"] is not None and r["step"] >= rules.warmup_steps]
     outside = [r for r in rows if r not in judged]
@@ -35,10 +40,18 @@ def _scope(rep: dict, rules: Rules):
     skip = f", first {rules.warmup_steps} skipped as warm-up" if rules.warmup_steps else ""
     info = sum(r[rules.count_key] for r in outside)
     words = (f"; judged: copies during {n} of {steps} step ranges{skip}"
-             + (f"; {info} {rules.what} copies outside them not judged" if info else ""))
+             + (f"; {info} {rules.what} copies outside them not judged" if info else "") + steady)
     pat = re.compile(rep["steps"]["pattern"])
     in_step = lambda t: any(pat.search(p) for p in (t.get("nvtx_path") or "").split(" > "))  # noqa: E731
     return judged, outside, n, words, in_step
+
+
+def no_steps_words(rep: dict) -> str:
+    """Why a trace has no steps, in plain words (the pattern as typed, not as a JSON or Python string)."""
+    pattern = rep["steps"]["pattern"]
+    return (f"no NVTX or record_function range matches the step pattern {pattern}"
+            + ("; torch.profiler writes ProfilerStep#N ranges only with a profiler schedule"
+               if rep.get("format") == "kineto" else ""))
 
 
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
@@ -71,8 +84,9 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         if limit is None:
             continue
         if not steps:
-            results.append(RuleResult(name, False, f"no NVTX step ranges matching {rep['steps']['pattern']!r}: cannot "
-                                      "compute a per-step figure (use --step-pattern)"))
+            results.append(RuleResult(name, False, f"cannot compute a per-step figure: the trace has no step ranges "
+                                      f"({no_steps_words(rep)}); name them with --step-pattern, or judge the trace "
+                                      "with --max-long-calls (and --steady-after)"))
             continue
         if any(r.get(key) is None for r in judged):
             results.append(RuleResult(name, False, "GPU idle was not computed for every long copy (more than "
@@ -206,12 +220,13 @@ class GateSettings:
     step_pattern: str = DEFAULT_STEP_PATTERN
     warmup_steps: int = 0
     fail_causes: tuple = ()
+    steady_after: str | None = None
 
     CONVERT = {"warmup_steps": int, "max_long_calls": int, "count": str, "min_duration": parse_duration,
                "max_blocked_per_step": parse_duration, "max_gpu_idle_per_step": parse_duration, "direction": str, "calls": str, "baseline": str,
                "tolerance": lambda v: (parse_fraction(str(v)), str(v))[1],
                "step_pattern": str, "kinds": lambda v: tuple([v] if isinstance(v, str) else v),
-               "fail_causes": lambda v: tuple([v] if isinstance(v, str) else v)}
+               "fail_causes": lambda v: tuple([v] if isinstance(v, str) else v), "steady_after": str}
 
     @classmethod
     def resolve(cls, given: dict, from_command_line: set, conf: dict, conf_path) -> "GateSettings":
@@ -258,7 +273,7 @@ class GateSettings:
 
     def options(self) -> Options:
         return Options(min_ns=self.min_duration, direction=self.direction, top=20, step_pattern=self.step_pattern,
-                       calls=self.calls)
+                       calls=self.calls, steady_after=self.steady_after).check()
 
 
 def run_gate(reports, settings: GateSettings, analyze_many) -> GateResult:

@@ -21,6 +21,7 @@ class Steps:
     pattern: str
     steps: int
     step_ns: int
+    steady: str | None = None   # --steady-after: where the steady state starts and what it left out, in words
 
     def per_step(self, value):
         return value / self.steps if self.steps and value is not None else None
@@ -157,10 +158,12 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     """The report of one copy model with these options."""
     opts = _with_steps(model, opts.check())
     from ..model.pipeline import stage
+    from .steady import apply
+    steady = apply(model, opts.steady_after)
     kinds = group_rows(model, "kind", opts)
     with stage("steps"):
         row = model.rows("analyses/steps", {"pattern": opts.step_pattern})[0]
-    steps = Steps(opts.step_pattern, row["steps"], row["step_ns"])
+    steps = Steps(opts.step_pattern, row["steps"], row["step_ns"], steady)
     meta = model.meta
     apis = api_rows(model, opts)
     with stage("by step"):
@@ -170,7 +173,8 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
                   gpu=meta.get("gpu"), direction=opts.direction, min_duration_ns=opts.min_ns, steps=steps,
                   totals=Totals.of(kinds, steps, apis, model.anomalies, by_step), by_kind=kinds,
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
-                  warnings=model.warnings + [f"inconsistent trace: {i}" for i in model.inconsistencies],
+                  warnings=model.warnings + [f"inconsistent trace: {i}" for i in model.inconsistencies]
+                  + ([steady] if steady else []),
                   by_step=by_step, inconsistencies=model.inconsistencies,
                   calls=opts.calls, by_api=apis, python_backtrace=bool(meta.get("python_backtrace")),
                   format=meta.get("format", "nsys-sqlite"), by_cause=cause_rows(model, opts),
@@ -206,7 +210,7 @@ def group_rows(model, by: str, opts: Options) -> list[dict]:
         return api_rows(model, opts)
     opts = _with_steps(model, opts.check())
     cache = model.summaries
-    key = (opts.min_ns, opts.direction, opts.top, opts.calls, opts.step_pattern)
+    key = (opts.min_ns, opts.direction, opts.top, opts.calls, opts.step_pattern, opts.steady_after)
     if key not in cache:
         model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
         from ..model.pipeline import stage

@@ -40,6 +40,7 @@ class Options:
     top: int = 10
     calls: str = "async"
     step_pattern: str = DEFAULT_STEP_PATTERN
+    steady_after: str | None = None   # --steady-after (analyses/steady.py)
 
     def check(self) -> "Options":
         if self.direction not in DIRECTIONS:
@@ -50,6 +51,9 @@ class Options:
             re.compile(self.step_pattern)
         except re.error as e:
             raise BadInput(f"bad --step-pattern {self.step_pattern!r}: {e}") from None
+        if self.steady_after:
+            from .steady import parse
+            parse(self.steady_after)
         return self
 
     def params(self, **extra) -> dict:

@@ -21,6 +21,7 @@ CREATE OR REPLACE TEMP TABLE alloc_long AS
 SELECT global_tid, correlation_id, start AS api_start, "end" AS api_end, name_id
 FROM alloc_raw
 WHERE global_tid IN (SELECT DISTINCT global_tid FROM calls_k)
+  AND (getvariable('steady_from') IS NULL OR start >= getvariable('steady_from'))   -- --steady-after
   -- one row per call: a CUDA backtrace row repeats its call (as in range_apis.sql)
   AND (event_class IS NULL OR event_class IN (SELECT id FROM n.event_class_enum
                                               WHERE label IN ('CUDA runtime', 'CUDA driver')));
