@@ -228,3 +228,36 @@ def test_options_that_cannot_apply_say_so_in_plain_words(cli, no_ranges):
     assert "--warmup-steps 1 does not apply: the trace has no step ranges" in text
     assert "[FAIL] max-blocked-per-step: cannot compute a per-step figure: the trace has no step ranges" in text
     assert "matches the step pattern ^step\\b;" in text and "'^step\\\\b'" not in text
+
+
+def test_a_new_option_reads_the_cached_tables_not_the_json(cli, monkeypatch, tmp_path):
+    """The first command keeps the trace's normalized tables in the cache; a second one with an option not used
+    before (no cached report) reads them, not the JSON, and reports the same as a fresh read. A table file edited
+    in the cache (its seal no longer matches) is not served: the trace is read again."""
+    from nsysh2d.source import kineto_cache, kineto_json
+
+    monkeypatch.setenv("NSYSH2D_CACHE_DIR", str(tmp_path / "cache"))
+    fresh = report(cli, QWEN_BEFORE, "--min-duration", "250us", "--no-cache")
+    report(cli, QWEN_BEFORE)
+    folder = kineto_cache.folder(str(QWEN_BEFORE))
+    assert (folder / "manifest.json").is_file()
+    real_read = kineto_json.read
+    reads = []
+    monkeypatch.setattr(kineto_json, "read", lambda *a, **k: reads.append(a) or real_read(*a, **k))
+    again = report(cli, QWEN_BEFORE, "--min-duration", "250us")
+    assert reads == [] and again == fresh
+    runtime = folder / "k_runtime.parquet"
+    runtime.write_bytes(runtime.read_bytes())   # same bytes, a new mtime: no longer the file the cache sealed
+    assert report(cli, QWEN_BEFORE, "--min-duration", "260us") == report(cli, QWEN_BEFORE, "--min-duration", "260us",
+                                                                           "--no-cache")
+    assert len(reads) == 2
+
+
+def test_a_slow_read_shows_progress_whatever_the_size(cli, monkeypatch):
+    from nsysh2d.source import kineto
+
+    monkeypatch.setattr(kineto, "PROGRESS_AFTER", 0.0)   # as if the read took longer than 2 s
+    monkeypatch.setattr(kineto, "_tty", lambda: True)     # on a terminal (a pipe or CI log gets no progress)
+    monkeypatch.delenv("NSYSH2D_QUIET", raising=False)
+    got = cli("analyze", QWEN_BEFORE, "--no-cache")
+    assert got.exit_code == 0 and "nsysh2d: reading qwen3vl-before.pt.trace.json.gz: 100%" in got.output

@@ -81,7 +81,7 @@ def python_sites(trace) -> None:
     site_ids: dict[tuple[str, str], int] = {}
     site_of_stack = {}
     for key, frames in stacks.items():
-        site = python_site(frames, trace.format == "kineto")
+        site = python_site(frames, trace.format == "kineto" and not trace.meta.get("call_lines"))
         if site:
             site_of_stack[key] = site_ids.setdefault(site, len(site_ids) + 1)
     py = [(p, c, site_of_stack[k]) for p, c, k in calls if k in site_of_stack]

@@ -17,6 +17,7 @@ import math
 import os
 import re
 import sys
+import time
 from array import array
 from contextlib import contextmanager
 
@@ -155,7 +156,10 @@ def load(con, path: str, warnings: list[str]) -> dict:
     import pyarrow as pa
 
     events = Events()
-    meta = kineto_json.read(path, events, _progress(path))
+    progress = _progress(path)
+    meta = kineto_json.read(path, events, progress)
+    if progress:
+        progress(os.path.getsize(path))   # the last line of a progress shown, if the read's last part did not
     if not events.runtime["start"] and events.other_apis:
         other = max(events.other_apis, key=events.other_apis.get)
         raise BadInput(f"{path}: no CUDA runtime events; its API calls are {_text(other)[:40]!r} events (another "
@@ -166,7 +170,8 @@ def load(con, path: str, warnings: list[str]) -> dict:
     if not any(a.startswith("cu") for a in apis) and any(a.startswith("hip") for a in apis):
         raise BadInput(f"{path}: a ROCm (HIP) trace: its API calls are hip* functions, and "
                        "nsysh2d reads CUDA traces only")
-    if events.stacks.ids and not events.py["start"]:   # a 2021 trace: its ops' stacks are its Python frames
+    call_lines = bool(events.stacks.ids and not events.py["start"])
+    if call_lines:   # a 2021 trace: its ops' stacks are its Python frames
         py, rt = events.py, events.runtime
         copy_ids = {i for n, i in events.names.items() if n.startswith("cu") and "Memcpy" in n[2:]}   # as the SQL's GLOB
         calls = [(t, s) for t, s, n in zip(rt["global_tid"], rt["start"], rt["name_id"]) if n in copy_ids]
@@ -199,16 +204,29 @@ def load(con, path: str, warnings: list[str]) -> dict:
         con.register(f"{name}_arrow", frames.pop(name))
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow")
         con.unregister(f"{name}_arrow")
+    warnings.extend(finish(con))
+    return {"nsys_version": None, "schema_version": info["schema_version"], "gpu": gpus[0] if gpus else None,
+            "python_backtrace": False, "format": "kineto", "python_frames": info["with_stack"] == "1",
+            # the 2021 layout's `Call stack` names each frame's current (call) line; with_stack's python_function
+            # events name the line the function starts on (sites.kineto_site_names)
+            "call_lines": call_lines}
+
+
+# What load() makes and kineto_cache.py keeps: everything the views and the stack queries read.
+TABLES = ("k_strings", "k_copy_names", "k_runtime", "k_gpu", "k_ranges", "k_py", "k_ops", "k_meta", "k_gpu_info")
+
+
+def finish(con) -> list[str]:
+    """The views n.* over the k_* tables (read now or from the cache), and the warnings they give."""
     sql.run(con, "source/known_enums")
     sql.run(con, "source/global_tid")
     sql.run(con, "source/kineto_views")
     sql.run(con, "source/views")
     unmatched = sql.run(con, "source/kineto_unmatched").fetchone()[0]
     if unmatched:
-        warnings.append(f"{unmatched} GPU copies whose API call is not in the Kineto trace (torch.profiler does not "
-                        "record CUDA driver copy calls such as cuMemcpyHtoDAsync_v2; capture with nsys to judge them)")
-    return {"nsys_version": None, "schema_version": info["schema_version"], "gpu": gpus[0] if gpus else None,
-            "python_backtrace": False, "format": "kineto", "python_frames": info["with_stack"] == "1"}
+        return [f"{unmatched} GPU copies whose API call is not in the Kineto trace (torch.profiler does not record "
+                "CUDA driver copy calls such as cuMemcpyHtoDAsync_v2; capture with nsys to judge them)"]
+    return []
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -222,21 +240,34 @@ def _text(v):
 
 
 def _progress(path: str):
-    """Progress on stderr for big files, only when stderr is a terminal."""
-    size = os.path.getsize(path)
-    if size < (256 << 20) or not sys.stderr.isatty() or os.environ.get("NSYSH2D_QUIET"):
+    """Progress on stderr whenever the read takes more than PROGRESS_AFTER seconds, whatever the file's size (a
+    small .json.gz on a slow shared machine too): a percentage updated in place. Only on a terminal: a pipe or a
+    CI log keeps its one clear line per problem (an error after a slow read is still one line). A read done sooner
+    prints nothing; -q (NSYSH2D_QUIET) none."""
+    if os.environ.get("NSYSH2D_QUIET") or not _tty():
         return None
-    step = [0]
+    size = max(os.path.getsize(path), 1)
+    t0, shown = time.monotonic(), [None]
 
     def report(done: int) -> None:
-        if done - step[0] >= (64 << 20) or done >= size:
-            step[0] = done
-            sys.stderr.write(f"\rnsysh2d: reading {os.path.basename(path)}: {100 * done // size}%")
-            sys.stderr.flush()
-            if done >= size:
-                sys.stderr.write("\n")
+        now, finished = time.monotonic(), done >= size
+        if shown[0] == "done" or shown[0] is None and (finished or now - t0 < PROGRESS_AFTER):
+            return
+        if not finished and shown[0] is not None and now - shown[0] < 0.5:
+            return
+        shown[0] = "done" if finished else now
+        text = f"nsysh2d: reading {os.path.basename(path)}: {min(100, 100 * done // size)}% ({now - t0:.0f} s)"
+        sys.stderr.write(f"\r{text}" + ("\n" if finished else ""))
+        sys.stderr.flush()
 
     return report
+
+
+PROGRESS_AFTER = 2.0   # seconds
+
+
+def _tty() -> bool:
+    return sys.stderr.isatty()
 
 
 @contextmanager
