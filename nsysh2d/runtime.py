@@ -109,6 +109,7 @@ class Checker:
     # pinned sources whose copy may still be in flight: (byte runs, event, copy's site, its line)
     _in_flight: list[tuple] = field(default_factory=list, repr=False)
     _event = None   # makes the event recorded behind a pinned copy; tests give one that needs no GPU
+    crash = None    # run_script: the exception the script raised, if it did
 
     def __enter__(self):
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -284,6 +285,9 @@ def run_script(argv: list[str], devices=("cuda",)) -> tuple[Checker, int]:
                 runpy.run_path(argv[0], run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except Exception as e:   # the script's own failure, not nsysh2d's: kept, traceback and all (Ctrl-C is not)
+        checker.crash = e
+        code = 1   # what Python exits with on an uncaught exception
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
     return checker, code

@@ -261,3 +261,24 @@ def test_a_slow_read_shows_progress_whatever_the_size(cli, monkeypatch):
     monkeypatch.delenv("NSYSH2D_QUIET", raising=False)
     got = cli("analyze", QWEN_BEFORE, "--no-cache")
     assert got.exit_code == 0 and "nsysh2d: reading qwen3vl-before.pt.trace.json.gz: 100%" in got.output
+
+
+def test_check_reports_what_it_saw_when_the_script_raises(tmp_path):
+    """A script that raises under `nsysh2d check` (e.g. `.to("cuda")` on a CPU-only torch) is the script's failure:
+    the report of the copies seen before it, the script's own traceback, exit 4 (the workload failed), never 70."""
+    pytest.importorskip("torch")
+    from conftest import run_cli
+
+    script = tmp_path / "crash.py"
+    script.write_text("import torch\n\n\ndef load():\n    buf = torch.zeros(3, 64)\n"
+                      "    torch.empty(3, 64, device='meta').copy_(buf, non_blocking=True)\n"
+                      "    raise ValueError('no GPU here')\n\n\nload()\n")
+    r = run_cli("check", "--device", "meta", "--format", "json", script)
+    assert r.returncode == 4, r.stderr
+    seen = json.loads(r.stdout)["runtime_check"]
+    assert [(c["site_line"], c["source_class"]) for c in seen["copies"]] == [(f"{tmp_path.name}/crash.py:6", "pageable")]
+    assert r.stderr.startswith("Traceback (most recent call last):")
+    assert f'File "{script}", line 7, in load' in r.stderr and "ValueError: no GPU here" in r.stderr
+    assert "runpy" not in r.stderr and "nsysh2d/runtime.py" not in r.stderr and "internal error" not in r.stderr
+    assert r.stderr.rstrip().splitlines()[-1] == f"nsysh2d: error: {script} raised ValueError (its traceback above); " \
+                                                 "the report shows the copies seen before it"
