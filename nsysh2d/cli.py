@@ -14,9 +14,10 @@ from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
 from .cli_check import check   # commands of their own modules: cli.py stays small
 from .cli_summary import api_summary, threshold
 from .cli_tools import cache_clear, recipe_path
+from .cli_options import source_root_option, steady_after_option
 from .cli_kit import (Group, calls_option, csv_table_option, direction_option, duration, emit,
-                      error_line, exit_code, no_cache_option, profile_options, report_options, scheduler_option,
-                      source_root_option, steady_after_option, note, quiet_option, terminal, version_option)
+                      error_line, exit_code, no_cache_option, profile_options, report_options, scheduler_option, note,
+                      quiet_option, terminal, version_option)
 from .config import scheduler_setting
 
 
@@ -133,8 +134,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
 @click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @report_options
 @no_cache_option
-def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, steady_after,
-            no_cache):
+def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, steady_after, no_cache):
     """Compare two traces (before/after a fix), or three or more variants (side by side, then the first against
     each other): per memory kind, source class, call site and NVTX
     range, with deltas, per-step figures when both carry step ranges, and what disappeared or appeared.
@@ -198,14 +198,14 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
                    "steps are warm-up and not judged either. Without step ranges it cannot apply: the verdict says "
                    "so (use --steady-after).")
 @steady_after_option
-@click.option("--fail-on-cause", "fail_causes", multiple=True, help="Fail on any long call with this cause "
-              "(backlog, launch_queue, own_transfer, host_allocation, new_host_allocation, unknown; `analyze` shows "
-              "them); repeatable.")
+@click.option("--fail-on-cause", "fail_causes", multiple=True, help="Fail on any long call with this cause (backlog, "
+              "launch_queue, own_transfer, host_allocation, new_host_allocation, unknown: see analyze); repeatable.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
               help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"], case_sensitive=False),
-              default="table", show_default=True, help="html: the verdict as a page (redirect it to a file).")
+              default="table", show_default=True, help="html: the verdict as a page (with -o FILE.html).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the verdict here instead of stdout.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
@@ -213,7 +213,7 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
 @source_root_option
 @no_cache_option
 @click.pass_context
-def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, scheduler, no_cache, **given):
+def gate(ctx, reports, junit_path, summary_path, fmt, output, config_path, nsys_path, scheduler, no_cache, **given):
     """CI gate: exit 0 when the traces pass, 1 when a rule fails, 2 on bad input.
 
     \b
@@ -255,7 +255,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
         click.echo(annotations, nl=False, err=True)
     else:
         emit(annotations, commands=True)
-    emit(present.output(fmt, present.GateView(result)))
+    emit(present.output(fmt, present.GateView(result)), output)
     return result.exit_code
 
 

@@ -10,6 +10,7 @@ import click
 from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
 from .present.safe import log_lines, terminal   # what reaches a terminal or a CI log (docs/security.md)
+from .cli_options import QuietGroup, source_root_option, steady_after_option
 from .quiet import note, quiet_option  # noqa: F401 (the CLI's options, kept with the rest)
 
 FORMATS = ["table", "json", "csv", "markdown"]
@@ -67,7 +68,7 @@ def interrupted():
     raise NsysH2DError("interrupted", 130) from None
 
 
-class Group(click.Group):
+class Group(QuietGroup):
     """Turns every error into one line on stderr and a documented exit code."""
 
     command_class = Command
@@ -230,27 +231,6 @@ scheduler_option = click.option(
     help="Analyze the reports on a Dask cluster: its scheduler's address (tcp://host:8786; workers must have "
          "nsysh2d installed and see the report paths) or 'local' for a LocalCluster here. Also "
          "$NSYSH2D_SCHEDULER (never a project file). Needs pip install 'nsysh2d[dask]'.")
-
-def _source_root(ctx, _param, value):
-    """Kineto files named relative to a sys.path entry are looked up here (sites.resolve reads the variable, in
-    this process and in the pool workers it starts)."""
-    if value:
-        if not os.path.isdir(value):
-            raise click.BadParameter(f"{value!r} is not a folder")
-        os.environ["NSYSH2D_SOURCE_ROOT"] = os.path.realpath(value)
-    return value
-
-
-source_root_option = click.option(
-    "--source-root", metavar="DIR", callback=_source_root, expose_value=False, is_eager=True,
-    help="Kineto traces: where the files of call sites are looked for, to name them by their path in the "
-         "repository (torch names them relative to a sys.path entry).  [default: the current folder]")
-
-steady_after_option = click.option(
-    "--steady-after", metavar="WHEN",
-    help="Judge the steady state only: leave out the copies whose call starts before WHEN: a time after the first "
-         "API call (2s), the first range of a name (range:NAME), or, in a torch.profiler trace, the first CPU op or "
-         "Python function of a name (op:NAME). For traces without step ranges; reports say what was left out.")
 
 common_report_options = [
     click.option("--min-duration", default="100us", show_default=True, callback=duration,

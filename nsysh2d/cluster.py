@@ -9,6 +9,8 @@ NO_WORKER_S seconds the run stops with an error instead of waiting forever.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
@@ -50,8 +52,14 @@ def connect(scheduler: str, workers: int | None = None):
         # Each worker process's analysis takes its share of this machine's CPUs (cpus.py), not all of them.
         env = {"NSYSH2D_THREADS": str(analysis_threads() if os.environ.get("NSYSH2D_THREADS")
                                       else max(1, usable_cpus() // n))}
+        # The workers' scratch folder is a new private one, removed with the cluster (Dask's default is
+        # $TMPDIR/dask-scratch-space, left behind and shared by every user of the machine).
+        scratch = tempfile.mkdtemp(prefix="nsysh2d-dask-")
+        import dask
+        dask.config.set({"temporary-directory": scratch})
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, env=env,
-                                           dashboard_address=None, silence_logs=logging.ERROR)
+                                           dashboard_address=None, silence_logs=logging.ERROR, local_directory=scratch)
+        cluster.nsysh2d_scratch = scratch
         return distributed.Client(cluster), cluster
     try:
         client = distributed.Client(scheduler, timeout="10s")
@@ -98,6 +106,7 @@ class Dask:
             client.close()
             if cluster is not None:
                 cluster.close()
+                shutil.rmtree(getattr(cluster, "nsysh2d_scratch", ""), ignore_errors=True)
 
 
 def _result(future, path, from_json):

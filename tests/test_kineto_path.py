@@ -282,3 +282,27 @@ def test_check_reports_what_it_saw_when_the_script_raises(tmp_path):
     assert "runpy" not in r.stderr and "nsysh2d/runtime.py" not in r.stderr and "internal error" not in r.stderr
     assert r.stderr.rstrip().splitlines()[-1] == f"nsysh2d: error: {script} raised ValueError (its traceback above); " \
                                                  "the report shows the copies seen before it"
+
+
+def test_paper_cuts(cli, tmp_path, no_ranges, monkeypatch):
+    """Issue 56.7: sites cut in the middle at 100 columns stay apart; each fix said once per rule in annotations
+    and JUnit; the cut offender list says so; gate -o; -q after the command; figures in words; plurals."""
+    from nsysh2d.present.ci import offender_line
+
+    got = cli("compare", QWEN_BEFORE, QWEN_AFTER, env={"COLUMNS": "100"})
+    body = got.output.split("by call site")[1].split("─\n")[1].split("\n\n")[0]
+    cells = [ln.strip().split("  ")[0] for ln in body.splitlines() if ln.strip()]
+    assert len(cells) == 4 and len(set(cells)) == 4 and any("…" in c for c in cells), cells
+    _evs, path = no_ranges
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    out = tmp_path / "verdict.txt"
+    got = cli("gate", path, "-q", "-o", out, "--junit", tmp_path / "g.xml")
+    assert got.exit_code == 1 and out.read_text().startswith("FAIL")
+    fix = "pin the source: `.pin_memory()` before"
+    rule_line = next(ln for ln in got.output.splitlines() if ln.startswith("::error title=nsysh2d gate max-long-calls"))
+    assert rule_line.count(fix) == 1 and "10 of 49 offending copies shown, the longest" in rule_line
+    assert (tmp_path / "g.xml").read_text().count(fix) == 1
+    assert "10 of 49 offending copies shown, the longest" in out.read_text()
+    assert offender_line({"site": "a.py:f", "long_ns": 15167451}) == "site a.py:f, long 15.17 ms"
+    from nsysh2d.units import plural
+    assert (plural(1, "long sync copy call"), plural(2, "source class")) == ("1 long sync copy call", "2 source classes")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..errors import EXIT_BAD_INPUT, NsysH2DError
-from ..units import parse_duration, parse_fraction
+from ..units import parse_duration, parse_fraction, plural
 from .baseline import against_baseline, finding_match, read_baseline
 from .options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds, left_out
 from .rules import CAUSES, RuleResult, Rules
@@ -68,16 +68,17 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         known = {r["group"] for r in baseline.get(match.field, []) if r.get(count_key)}
         new_rows = [r for r in rep.get(match.field, []) if r[count_key] and r["group"] not in known]
         n = sum(r[count_key] for r in new_rows)
-        scope, words = f"{scope} at {match.title}s the baseline does not accept", ""
+        scope, words = f"{scope} at {plural(2, match.title).split(' ', 1)[1]} the baseline does not accept", ""
         offenders = [t for t in offenders if match.key_of(t) not in known]
     t = rep["totals"]
     other = left_out(rep.get("calls", "async"))
-    left = (f"; not judged: {t[f'{other}_long_calls']} long {other} copy calls ({t[f'{other}_long_ns'] / 1e6:.2f} ms; "
+    left = (f"; not judged: {plural(t[f'{other}_long_calls'], f'long {other} copy call')} ({t[f'{other}_long_ns'] / 1e6:.2f} ms; "
             f"--calls all judges them)") if other and t.get(f"{other}_long_calls") else ""
     results.append(RuleResult(
         "max-long-calls", n <= rules.max_long_calls,
         f"{n} {what} {rep['direction']} copies (>= {rep['min_duration_ns'] / 1000:g} us host time){scope}; "
-        f"allowed {rules.max_long_calls}{words}{left}", offenders if n > rules.max_long_calls else []))
+        f"allowed {rules.max_long_calls}{words}{left}", offenders if n > rules.max_long_calls else [],
+        n if n > rules.max_long_calls else None))
     for name, limit, key, words_of in (
             ("max-blocked-per-step", rules.max_blocked_per_step_ns, rules.time_key, f"host time in {what} copies"),
             ("max-gpu-idle-per-step", rules.max_gpu_idle_per_step_ns, "gpu_idle_ns", "GPU idle during long copies")):

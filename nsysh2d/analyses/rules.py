@@ -40,4 +40,5 @@ class RuleResult:
     name: str
     passed: bool
     message: str
-    offenders: list[dict] = field(default_factory=list)
+    offenders: list[dict] = field(default_factory=list)   # the longest (a report's top calls: at most 20)
+    offenders_total: int | None = None   # how many copies the rule counted, when more than the list may hold

@@ -238,6 +238,15 @@ class ApiSummaryView(View):
         return [{"path": d["path"], **r} for d in self.docs for r in d["rows"]]
 
     def text(self, fmt: str) -> str:
+        from collections import Counter
+
+        from .safe import Line, Trusted
+
         note = "time %: share of the API time listed, not of the run's wall time"
-        return "\n".join(render_sections(fmt, [Section("CUDA API functions", API_COLUMNS, d["rows"], note=note)], d["path"])
-                         for d in self.docs)
+
+        def twins(rows):   # one name in several rows: say why (name_id in JSON tells them apart)
+            return [Line("{} is in {} rows: the trace names it by {} string ids (e.g. a function and its _vNNNN "
+                         "twin, shown without the suffix, as nsys stats does); each row counts the calls of one id",
+                         n, Trusted(str(k)), Trusted(str(k))) for n, k in Counter(r["name"] for r in rows).items() if k > 1]
+        return "\n".join(render_sections(fmt, [Section("CUDA API functions", API_COLUMNS, d["rows"], note=note,
+                                                        lines=twins(d["rows"]))], d["path"]) for d in self.docs)

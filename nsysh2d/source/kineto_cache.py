@@ -6,9 +6,6 @@ reader's code), each file sealed (cache.seal: an HMAC of its identity under the 
 not sealed, or changed since, is read again from the trace, never served. --no-cache neither reads nor writes it."""
 from __future__ import annotations
 
-# SQL in Python: copies of tables of fixed, internal names (kineto.TABLES) to and from Parquet files whose paths
-# reach DuckDB as $parameters.
-
 import hashlib
 import json
 import os
@@ -68,7 +65,7 @@ def _restore(con, target: Path):
         if set(files) != set(kineto.TABLES) or not all(f.is_file() and sealed(f) for f in files.values()):
             return None
         for t, f in files.items():
-            con.execute(f"CREATE OR REPLACE TABLE {t} AS SELECT * FROM read_parquet($p)", {"p": str(f)})
+            con.read_parquet(str(f)).create(t)   # DuckDB's relation API: no SQL text
         return dict(doc["meta"]), [str(w) for w in doc["warnings"]]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -82,7 +79,7 @@ def _store(con, target: Path, meta: dict, kept: list[str]) -> None:
     try:
         for t in kineto.TABLES:
             f = tmp / f"{t}.parquet"
-            pq.write_table(con.execute(f"SELECT * FROM {t}").to_arrow_table(), f)
+            pq.write_table(con.table(t).to_arrow_table(), f)
             seal(f)
         (tmp / MANIFEST).write_text(json.dumps({"tables": list(kineto.TABLES), "meta": meta, "warnings": kept}))
         seal(tmp / MANIFEST)
