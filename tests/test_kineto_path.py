@@ -306,3 +306,21 @@ def test_paper_cuts(cli, tmp_path, no_ranges, monkeypatch):
     assert offender_line({"site": "a.py:f", "long_ns": 15167451}) == "site a.py:f, long 15.17 ms"
     from nsysh2d.units import plural
     assert (plural(1, "long sync copy call"), plural(2, "source class")) == ("1 long sync copy call", "2 source classes")
+
+
+def test_steady_loop_workload_runs_on_cpu(tmp_path):
+    """workloads/steady_loop.py (the capture issue 56 asks for on the GPU host: init copies, no step ranges, a fix
+    that allocates pinned memory) runs on a CPU-only torch with --tiny and writes its host timers."""
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    for variant in ("before", "after"):
+        out = tmp_path / f"{variant}.json"
+        r = subprocess.run([sys.executable, str(ROOT / "workloads" / "steady_loop.py"), "--device", "cpu", "--tiny",
+                            "--variant", variant, "--json", str(out)], capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        got = json.loads(out.read_text())
+        assert got["variant"] == variant and len(got["inputs_to_device_ms"]) == got["steps"] == 6
