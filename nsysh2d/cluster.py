@@ -18,12 +18,16 @@ from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
 NO_WORKER_S = float(os.environ.get("NSYSH2D_NO_WORKER_TIMEOUT", "60"))
 
 
-def task(path: str, opts, groups, nsys, use_cache, analysis: str = "report") -> str:
+def task(path: str, opts, groups, nsys, use_cache, analysis: str = "report", source_root: str | None = None) -> str:
     """Runs on a worker: the result's JSON (jobs.ANALYSES), or its error (an NsysH2DError is a result, not a
-    failure), as JSON text: what comes back is plain data, read by json on the client."""
+    failure), as JSON text: what comes back is plain data, read by json on the client. source_root: the client's,
+    where Kineto call sites' files are looked for (sites.resolve), so a worker names them as a local run does."""
     import json
 
     from .jobs import ANALYSES, report_job
+
+    if source_root:
+        os.environ["NSYSH2D_SOURCE_ROOT"] = source_root
 
     try:
         out = {"report": ANALYSES[analysis].to_json(report_job(path, opts, groups, nsys, use_cache, analysis))}
@@ -84,7 +88,9 @@ class Dask:
         distributed = _distributed()
         client, cluster = connect(self.scheduler, self.workers)
         try:
-            futures = client.map(task, paths, *[[a] * len(paths) for a in args], pure=False, retries=2)
+            from .sites import source_root
+            futures = client.map(task, paths, *[[a] * len(paths) for a in args], pure=False, retries=2,
+                                 source_root=source_root())
             index = {f.key: i for i, f in enumerate(futures)}
             pending, idle_since = set(futures), None
             while pending:
