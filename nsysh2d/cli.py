@@ -15,9 +15,10 @@ from .cli_check import check   # commands of their own modules: cli.py stays sma
 from .cli_lint import lint
 from .cli_summary import api_summary, threshold
 from .cli_tools import cache_clear, recipe_path
+from .cli_options import source_root_option, steady_after_option
 from .cli_kit import (Group, calls_option, csv_table_option, direction_option, duration, emit,
-                      error_line, exit_code, no_cache_option, profile_options, report_options, scheduler_option,
-                      note, quiet_option, terminal, version_option)
+                      error_line, exit_code, no_cache_option, profile_options, report_options, scheduler_option, note,
+                      quiet_option, terminal, version_option)
 from .config import scheduler_setting
 
 
@@ -85,8 +86,8 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
 @click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: the CPUs this process may use).")
 @no_cache_option
 @csv_table_option
-def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, top, by, jobs,
-            no_cache, csv_table):
+def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, steady_after,
+            top, by, jobs, no_cache, csv_table):
     """Report long-blocking async memcpy calls in nsys or torch.profiler traces.
 
     REPORT: an nsys SQLite export, a .nsys-rep (exported by the nsys CLI), a torch.profiler (Kineto) trace
@@ -117,7 +118,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
 
     top = top if top is not None else 500 if fmt.lower() == "html" else 10
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=top, step_pattern=step_pattern,
-                   calls=calls.lower())
+                   calls=calls.lower(), steady_after=steady_after).check()
     reps, errors = analyze_many(list(reports), opts, jobs=jobs, nsys=nsys_path, use_cache=not no_cache,
                                 scheduler=scheduler_setting(scheduler))
     for _path, msg, _code_ in errors:
@@ -134,7 +135,7 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
 @click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=True))
 @report_options
 @no_cache_option
-def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, no_cache):
+def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, steady_after, no_cache):
     """Compare two traces (before/after a fix), or three or more variants (side by side, then the first against
     each other): per memory kind, source class, call site and NVTX
     range, with deltas, per-step figures when both carry step ranges, and what disappeared or appeared.
@@ -159,7 +160,7 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
     if len(paths) > 2 and fmt.lower() == "html":
         raise BadInput("--format html compares two traces; for more, use table, markdown, json or csv")
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=10, step_pattern=step_pattern,
-                   calls=calls.lower())
+                   calls=calls.lower(), steady_after=steady_after).check()
     reps = analyze_all(paths, opts, nsys_path, not no_cache, scheduler_setting(scheduler))
     times = analyze_all(paths, opts, nsys_path, not no_cache, scheduler_setting(scheduler), "range-times")
     if ranks > 1:
@@ -195,23 +196,27 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
               help="NVTX ranges that mark one step (with the default and none of them: ProfilerStep#N).")
 @click.option("--warmup-steps", type=click.IntRange(0), default=0, show_default=True,
               help="With step ranges, the rules judge copies made during steps (the steady state); the first N "
-                   "steps are warm-up and not judged either.")
-@click.option("--fail-on-cause", "fail_causes", multiple=True, help="Fail on any long call with this cause "
-              "(backlog, launch_queue, own_transfer, host_allocation, unknown; `analyze` shows them); repeatable.")
+                   "steps are warm-up and not judged either. Without step ranges it cannot apply: the verdict says "
+                   "so (use --steady-after).")
+@steady_after_option
+@click.option("--fail-on-cause", "fail_causes", multiple=True, help="Fail on any long call with this cause (backlog, "
+              "launch_queue, own_transfer, host_allocation, new_host_allocation, unknown: see analyze); repeatable.")
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
               help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"], case_sensitive=False),
-              default="table", show_default=True, help="html: the verdict as a page (redirect it to a file).")
+              default="table", show_default=True, help="html: the verdict as a page (with -o FILE.html).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the verdict here instead of stdout.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
 @click.option("--source-root", type=click.Path(file_okay=False), help="Where the traced program's source is (default: "
               "here): a copy whose line says `# nsysh2d: ok[RULE] <reason>` is accepted, listed with its reason.")
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
 @scheduler_option
+@source_root_option
 @no_cache_option
 @click.pass_context
-def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, scheduler, no_cache, **given):
+def gate(ctx, reports, junit_path, summary_path, fmt, output, config_path, nsys_path, scheduler, no_cache, **given):
     """CI gate: exit 0 when the traces pass, 1 when a rule fails, 2 on bad input.
 
     \b
@@ -226,7 +231,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
 
     Settings may also come from [tool.nsysh2d.gate] in pyproject.toml (the command line wins):
     max-long-calls, count, min-duration, max-blocked-per-step, max-gpu-idle-per-step, kinds, direction, calls, baseline,
-    tolerance, step-pattern, warmup-steps, fail-causes. When GITHUB_ACTIONS=true, failures are also printed as error annotations
+    tolerance, step-pattern, warmup-steps, steady-after, fail-causes. When GITHUB_ACTIONS=true, failures are also printed as error annotations
     (at the offending Python lines where known; on stderr with --format json).
 
     \b
@@ -253,7 +258,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
         click.echo(annotations, nl=False, err=True)
     else:
         emit(annotations, commands=True)
-    emit(present.output(fmt, present.GateView(result)))
+    emit(present.output(fmt, present.GateView(result)), output)
     return result.exit_code
 
 
@@ -269,6 +274,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, config_path, nsys_path, sc
               "shown by the gate), e.g. 'model-init copies, tracked in #123'.")
 @click.option("--nsys", "nsys_path")
 @scheduler_option
+@source_root_option
 @no_cache_option
 def baseline(report, output, min_duration, direction, calls, step_pattern, accept, nsys_path, scheduler, no_cache):
     """Store a trace's findings (per call site, NVTX range, kind, class; steps) for `gate --baseline`:

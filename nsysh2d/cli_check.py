@@ -36,8 +36,26 @@ def check(fail, fmt, output, devices, script):
 
     argv = list(script[1:] if script and script[0] == "--" else script)
     checker, code = run_script(argv, devices)
-    emit(present.output(fmt, present.CheckView(checker.report())), output)
+    emit(present.output(fmt, present.CheckView(checker.report())), output)   # what was seen, crash or not
+    if checker.crash is not None:   # the script's failure, not nsysh2d's: its own traceback, exit 4 (not 70)
+        click.echo(script_traceback(checker.crash), err=True, nl=False)
+        raise NsysH2DError(f"{argv[0]} raised {type(checker.crash).__name__} (its traceback above); the report "
+                           "shows the copies seen before it", EXIT_WORKLOAD_FAILED)
     if code:
         raise NsysH2DError(f"{argv[0]} exited {code}", EXIT_WORKLOAD_FAILED)
     return 1 if fail and (checker.flagged or checker.rewrites) else 0
+
+
+def script_traceback(e: BaseException) -> str:
+    """The traceback Python would print for the script, from its own first frame (runpy's and nsysh2d's left out)."""
+    import os
+    import traceback
+
+    tb, ours = e.__traceback__, os.path.dirname(os.path.abspath(__file__))
+    while tb is not None and tb.tb_next is not None:
+        f = tb.tb_frame.f_code.co_filename
+        if not (f.startswith("<frozen runpy") or f.endswith("runpy.py") or os.path.dirname(os.path.abspath(f)) == ours):
+            break
+        tb = tb.tb_next
+    return "".join(traceback.format_exception(type(e), e, tb))
 

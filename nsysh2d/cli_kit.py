@@ -10,6 +10,7 @@ import click
 from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
 from .present.safe import log_lines, terminal   # what reaches a terminal or a CI log (docs/security.md)
+from .cli_options import QuietGroup, source_root_option, steady_after_option
 from .quiet import note, quiet_option  # noqa: F401 (the CLI's options, kept with the rest)
 
 FORMATS = ["table", "json", "csv", "markdown"]
@@ -67,7 +68,7 @@ def interrupted():
     raise NsysH2DError("interrupted", 130) from None
 
 
-class Group(click.Group):
+class Group(QuietGroup):
     """Turns every error into one line on stderr and a documented exit code."""
 
     command_class = Command
@@ -244,6 +245,8 @@ common_report_options = [
                       "default and no such range, torch.profiler's ProfilerStep#N ranges are the steps."),
     click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs."),
     scheduler_option,
+    source_root_option,
+    steady_after_option,
 ]
 
 

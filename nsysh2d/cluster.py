@@ -9,6 +9,8 @@ NO_WORKER_S seconds the run stops with an error instead of waiting forever.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
@@ -16,12 +18,16 @@ from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
 NO_WORKER_S = float(os.environ.get("NSYSH2D_NO_WORKER_TIMEOUT", "60"))
 
 
-def task(path: str, opts, groups, nsys, use_cache, analysis: str = "report") -> str:
+def task(path: str, opts, groups, nsys, use_cache, analysis: str = "report", source_root: str | None = None) -> str:
     """Runs on a worker: the result's JSON (jobs.ANALYSES), or its error (an NsysH2DError is a result, not a
-    failure), as JSON text: what comes back is plain data, read by json on the client."""
+    failure), as JSON text: what comes back is plain data, read by json on the client. source_root: the client's,
+    where Kineto call sites' files are looked for (sites.resolve), so a worker names them as a local run does."""
     import json
 
     from .jobs import ANALYSES, report_job
+
+    if source_root:
+        os.environ["NSYSH2D_SOURCE_ROOT"] = source_root
 
     try:
         out = {"report": ANALYSES[analysis].to_json(report_job(path, opts, groups, nsys, use_cache, analysis))}
@@ -50,8 +56,14 @@ def connect(scheduler: str, workers: int | None = None):
         # Each worker process's analysis takes its share of this machine's CPUs (cpus.py), not all of them.
         env = {"NSYSH2D_THREADS": str(analysis_threads() if os.environ.get("NSYSH2D_THREADS")
                                       else max(1, usable_cpus() // n))}
+        # The workers' scratch folder is a new private one, removed with the cluster (Dask's default is
+        # $TMPDIR/dask-scratch-space, left behind and shared by every user of the machine).
+        scratch = tempfile.mkdtemp(prefix="nsysh2d-dask-")
+        import dask
+        dask.config.set({"temporary-directory": scratch})
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, env=env,
-                                           dashboard_address=None, silence_logs=logging.ERROR)
+                                           dashboard_address=None, silence_logs=logging.ERROR, local_directory=scratch)
+        cluster.nsysh2d_scratch = scratch
         return distributed.Client(cluster), cluster
     try:
         client = distributed.Client(scheduler, timeout="10s")
@@ -76,7 +88,9 @@ class Dask:
         distributed = _distributed()
         client, cluster = connect(self.scheduler, self.workers)
         try:
-            futures = client.map(task, paths, *[[a] * len(paths) for a in args], pure=False, retries=2)
+            from .sites import source_root
+            futures = client.map(task, paths, *[[a] * len(paths) for a in args], pure=False, retries=2,
+                                 source_root=source_root())
             index = {f.key: i for i, f in enumerate(futures)}
             pending, idle_since = set(futures), None
             while pending:
@@ -98,6 +112,7 @@ class Dask:
             client.close()
             if cluster is not None:
                 cluster.close()
+                shutil.rmtree(getattr(cluster, "nsysh2d_scratch", ""), ignore_errors=True)
 
 
 def _result(future, path, from_json):

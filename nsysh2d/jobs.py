@@ -32,8 +32,13 @@ def _sql_digest() -> str:
 
 
 def entry_path(path: str, opts, groups, analysis: str = "report") -> str:
+    from .sites import source_root
+    from .source.files import is_sqlite
+
+    # A Kineto trace's sites are resolved against the source root (sites.resolve): part of its entry's key.
+    root = None if is_sqlite(path) or path.endswith((".nsys-rep", ".qdrep")) else source_root()
     salt = json.dumps([__version__, _sql_digest(), analysis, vars(opts) if opts is not None else None,
-                       list(groups or ())], sort_keys=True, default=str)
+                       list(groups or ())] + ([root] if root else []), sort_keys=True, default=str)
     return str(cache_root() / "reports" / f"{file_key(path, salt)}.json")   # cache_dir() when written
 
 

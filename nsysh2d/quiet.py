@@ -13,8 +13,8 @@ def _set_quiet(_ctx, _param, value) -> None:
 
 
 quiet_option = click.option("-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet,
-                            help="No progress and no notes on stderr (errors still say why); before the command: "
-                                 "nsysh2d -q analyze ...")
+                            help="No progress and no notes on stderr (errors still say why); before or after the "
+                                 "command: nsysh2d -q analyze ..., nsysh2d analyze -q ...")
 
 
 def quiet() -> bool:

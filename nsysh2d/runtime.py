@@ -80,6 +80,7 @@ class Checker:
     _in_flight: list[tuple] = field(default_factory=list, repr=False)
     _event = None   # makes the event recorded behind a pinned copy; tests give one that needs no GPU
     _maps: FileMaps = field(default_factory=FileMaps, repr=False)
+    crash = None    # run_script: the exception the script raised, if it did
 
     def __enter__(self):
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -263,6 +264,9 @@ def run_script(argv: list[str], devices=("cuda",)) -> tuple[Checker, int]:
                 runpy.run_path(argv[0], run_name="__main__")
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except Exception as e:   # the script's own failure, not nsysh2d's: kept, traceback and all (Ctrl-C is not)
+        checker.crash = e
+        code = 1   # what Python exits with on an uncaught exception
     finally:
         sys.argv, sys.path[:] = old_argv, old_path
     return checker, code

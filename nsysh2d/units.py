@@ -60,3 +60,12 @@ def format_bytes(n) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
+
+
+def plural(n: int, noun: str) -> str:
+    """`1 call site`, `2 call sites`, `3 source classes`: a count and its noun (the last word made plural)."""
+    if n == 1:
+        return f"{n} {noun}"
+    if noun.endswith("y") and not noun.endswith(("ay", "ey", "oy")):
+        return f"{n} {noun[:-1]}ies"
+    return f"{n} {noun}es" if noun.endswith(("s", "x", "ch", "sh")) else f"{n} {noun}s"

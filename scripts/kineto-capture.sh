@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Captures the committed Kineto (torch.profiler) traces of tests/data/kineto/ on the GPU host, with each
 # workload's own host timer beside them. Results go to $OUT (default ./kineto-out).
-# usage: scripts/kineto-capture.sh STAGE...   stages: env api sweep train qwen-before qwen-after qwen-uva
+# usage: scripts/kineto-capture.sh STAGE...   stages: env api sweep train qwen-before qwen-after qwen-uva steady
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/kineto-out}
@@ -27,6 +27,8 @@ for stage in "$@"; do
       --steps 30 2>&1 | grep -v USDT | tee -a "$OUT/train-kineto.txt"; done ;;
     qwen-before|qwen-after|qwen-uva) v=${stage#qwen-}; kineto qwen3vl-$v "$work/src/workloads/qwen3vl.py" --variant $v \
       ${QWEN_ARGS:-} 2>&1 | grep -v USDT | tee -a "$OUT/qwen3vl-kineto.txt" ;;
+    steady) for v in before after; do kineto steady-loop-$v "$work/src/workloads/steady_loop.py" --variant $v \
+      --json "$OUT/steady-loop-$v.json" 2>&1 | grep -v USDT | tee -a "$OUT/steady-loop-kineto.txt"; done ;;
   esac
 done
 ls -la "$OUT"

@@ -30,7 +30,7 @@ SLOW_FILES = {"test_cluster.py", "test_html.py", "test_properties.py", "test_run
               "test_h200_runtime_check.py", "test_workloads.py", "test_real_nsys.py", "test_profile.py",
               "test_benchmarks.py", "test_battery.py", "test_robustness.py", "test_cpus.py", "test_ci_example.py",
               # real-trace end to end on the Kineto captures (JSON parsing of MB-sized traces in each test)
-              "test_kineto.py", "test_kineto_fuzz.py", "test_uva.py",
+              "test_kineto.py", "test_kineto_fuzz.py", "test_uva.py", "test_kineto_path.py",
               # real-trace equality with plain SQL per call (queued launches, the full backlog of every call)
               "test_h100_probes.py", "test_lazy_backlog.py",
               # torch and the hook; the H100 captures of issue 58 unpacked and analyzed several ways

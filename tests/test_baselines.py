@@ -69,7 +69,7 @@ def test_baseline_matches_across_capture_options(tmp_path):
     code, doc, err = gate_json(native, "--baseline", b, "--tolerance", "50%")
     assert code == 0, (doc, err)
     msg = rule(doc, "no-new-sites")["message"]
-    assert msg.startswith("0 NVTX range(s)") and "name call sites differently" in msg
+    assert msg.startswith("0 NVTX ranges") and "name call sites differently" in msg
 
     def ranges(path):
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)

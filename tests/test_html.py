@@ -98,7 +98,11 @@ def test_analyze_page(cli, tmp_path, browser_page):
         assert shown[f"bars-site-0-1|{r['group']}"] == r["gpu_idle_ns"]
     rows = page.locator("#top-0 tbody tr")
     assert rows.count() == len(rep["top"])
-    assert rows.nth(0).locator('[data-key="fix"]').inner_text() == rep["top"][0]["fix"]
+    # each fix once, under the table, referred to by number from the rows (issue 56: not repeated per row)
+    ref = rows.nth(0).locator('[data-key="fix_ref"]').inner_text()
+    notes = page.locator("p.note").all_inner_texts()
+    assert f"{ref} {rep['top'][0]['source_class']}: {rep['top'][0]['fix']}" in notes
+    assert len([n for n in notes if n.startswith("[")]) == len({(t["source_class"], t["fix"]) for t in rep["top"]})
     assert page.locator("svg").count() == 3
 
 

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from ..errors import EXIT_BAD_INPUT, BadInput, NsysH2DError
+from ..units import plural
 from .comparable import incomparable
 from .rules import RuleResult, Rules
 
@@ -26,7 +27,8 @@ def in_words(report) -> str:
     sites = [s for s in report.groups["site"] if s["blocking_calls"]]
     known = sum(1 for s in sites if s["group"] != UNKNOWN_SITE)
     unknown = sum(s["blocking_calls"] for s in sites if s["group"] == UNKNOWN_SITE)
-    return (f"{report.totals.blocking_calls} long-blocking copies at {known} call site(s)"
+    return (f"{plural(report.totals.blocking_calls, 'long-blocking copy')} at "
+            f"{plural(known, 'call site')}"
             + (f"; {unknown} without a call site in the trace (never accepted as a site: gates of traces "
                "without backtraces match NVTX ranges, or source classes)" if unknown else ""))
 
@@ -159,12 +161,12 @@ def against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
     now_sites = {r["group"]: r for r in rep.get(match.field, []) if r[key]}
     new = [s for s in now_sites if not (base_sites.get(s, {}).get(key))]
     accepted = sum(1 for r in base_sites.values() if r.get(key))
-    why = f"; the baseline accepts {accepted} {match.title}(s)" + (
+    why = f"; the baseline accepts {plural(accepted, match.title)}" + (
         f": {baseline['accepted']}" if baseline.get("accepted") else "")
     if match.field != "by_site":
         why += f" (matched by {match.title}: the two captures name call sites differently)"
     res.append(RuleResult("no-new-sites", not new,
-                      f"{len(new)} {match.title}(s) with {key.replace('_', ' ')} not in the baseline"
+                      f"{plural(len(new), match.title)} with {key.replace('_', ' ')} not in the baseline"
                       + (": " + "; ".join(new) if new else "") + why,
                       [{"site": s, key: now_sites[s][key], "long_ns": now_sites[s]["long_ns"]} for s in new]))
     sb, sn = baseline.get("steps", {}).get("steps"), rep["steps"]["steps"]
@@ -179,6 +181,6 @@ def against_baseline(rep, baseline, rules: Rules) -> list[RuleResult]:
             grown.append({"site": s, "before_ns": before, "now_ns": now})
     unit = "per step" if sb and sn else "in total"
     res.append(RuleResult("no-growth", not grown,
-                          f"{len(grown)} {match.title}(s) whose {what} copy time {unit} grew more than "
+                          f"{plural(len(grown), match.title)} whose {what} copy time {unit} grew more than "
                           f"{rules.tolerance * 100:g}% over the baseline", grown))
     return res

@@ -81,10 +81,21 @@ def compare(before_report, after_report, range_times=None) -> Comparison:
     out["steps_series"] = {side: _step_series(rep) for side, rep in (("before", before), ("after", after))}
     if range_times is not None:   # wall time of every NVTX range: a fix can make a range slower
         out["ranges"], out["range_findings"] = compare_ranges(*(r.to_json() for r in range_times))
+        if any(t.functions for t in range_times):   # Kineto: host time per Python function, from its stacks
+            out["functions"], out["function_findings"] = compare_functions(*(t.functions for t in range_times))
+    out["by_cause"] = compare_causes(before, after)
     ranks = compare_ranks(before.get("by_process") or [], after.get("by_process") or [])
     if ranks:
         out["by_rank"] = ranks
     return Comparison(out)
+
+
+def compare_causes(before: dict, after: dict) -> list[dict]:
+    """Long calls and their host time per cause, before and after (as the three-trace view has them)."""
+    b = {r["cause"]: r for r in before.get("by_cause") or []}
+    a = {r["cause"]: r for r in after.get("by_cause") or []}
+    order = [c for c in CAUSES if c in b or c in a] + sorted(c for c in {*b, *a} if c not in CAUSES)
+    return [{"cause": c, **_pair(b.get(c, {}), a.get(c, {}), None, None, keys=("calls", "host_ns"))} for c in order]
 
 
 RANK_FIGURES = ("long_calls", "blocking_calls", "long_ns", "blocking_ns", "gpu_idle_ns", "steps", "blocking_ns_per_step")
@@ -152,6 +163,32 @@ def compare_ranges(before: dict, after: dict) -> tuple[list[dict], list[dict]]:
             findings.append({"name": key[0], "is_step": key[1], "median_ns_before": row["median_ns_before"],
                              "median_ns_after": row["median_ns_after"], "apis": [g["api"] for g in alloc],
                              "fix": PINNING_COST})
+    return rows, findings
+
+
+def compare_functions(before: list[dict], after: list[dict]) -> tuple[list[dict], list[dict]]:
+    """Each function's host time per occurrence before and after, the API calls that grew inside it (new ones, such
+    as a cudaHostAlloc that appeared, included), and a finding where it got slower while pinned allocations grew."""
+    from ..fixes import HOST_ALLOC_APIS, PINNING_COST
+
+    b, a = {r["name"]: r for r in before}, {r["name"]: r for r in after}
+    rows, findings = [], []
+    for name in list(b) + [k for k in a if k not in b]:
+        rb, ra = b.get(name, {}), a.get(name, {})
+        row = {"name": name}
+        for f in RANGE_FIGURES[:-1]:
+            vb, va = rb.get(f), ra.get(f)
+            row[f"{f}_before"], row[f"{f}_after"] = vb, va
+            row[f"{f}_delta"] = va - vb if None not in (vb, va) else None
+        row["grew"] = _grew(rb, ra) if rb and ra else []
+        row["new_apis"] = [g["api"] for g in row["grew"] if not g["calls_before"]]
+        rows.append(row)
+        slower = row["median_ns_delta"] is not None and row["median_ns_delta"] > 0.05 * row["median_ns_before"]
+        alloc = [g for g in row["grew"] if g["api"] in HOST_ALLOC_APIS]
+        if slower and alloc:
+            findings.append({"name": name, "median_ns_before": row["median_ns_before"],
+                             "median_ns_after": row["median_ns_after"], "apis": [g["api"] for g in alloc],
+                             "new": [g["api"] for g in alloc if not g["calls_before"]], "fix": PINNING_COST})
     return rows, findings
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..errors import EXIT_BAD_INPUT, NsysH2DError
-from ..units import parse_duration, parse_fraction
+from ..units import parse_duration, parse_fraction, plural
 from .accepted import accepted_words, split_accepted
 from .baseline import against_baseline, finding_match, read_baseline
 from .options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS, Options, check_kinds, left_out
 from .rules import CAUSES, RuleResult, Rules
-from .scope import kind_ok, scope as judged_scope
+from .scope import kind_ok, no_steps_words, scope as judged_scope
 
 
 def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResult]:
@@ -32,7 +32,7 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         known = {r["group"] for r in baseline.get(match.field, []) if r.get(count_key)}
         new_rows = [r for r in rep.get(match.field, []) if r[count_key] and r["group"] not in known]
         n = sum(r[count_key] for r in new_rows)
-        scope, words = f"{scope} at {match.title}s the baseline does not accept", ""
+        scope, words = f"{scope} at {plural(2, match.title).split(' ', 1)[1]} the baseline does not accept", ""
         offenders = [t for t in offenders if match.key_of(t) not in known]
     offenders, accepted = split_accepted(offenders, rules)
     n_acc = len(accepted) if not rules.warmup_steps else 0   # a warm-up call is listed, never subtracted
@@ -40,20 +40,22 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
     words += accepted_words(accepted, n_acc)
     t = rep["totals"]
     other = left_out(rep.get("calls", "async"))
-    left = (f"; not judged: {t[f'{other}_long_calls']} long {other} copy calls ({t[f'{other}_long_ns'] / 1e6:.2f} ms; "
+    left = (f"; not judged: {plural(t[f'{other}_long_calls'], f'long {other} copy call')} ({t[f'{other}_long_ns'] / 1e6:.2f} ms; "
             f"--calls all judges them)") if other and t.get(f"{other}_long_calls") else ""
     results.append(RuleResult(
         "max-long-calls", n <= rules.max_long_calls,
         f"{n} {what} {rep['direction']} copies (>= {rep['min_duration_ns'] / 1000:g} us host time){scope}; "
-        f"allowed {rules.max_long_calls}{words}{left}", offenders if n > rules.max_long_calls else [], accepted))
+        f"allowed {rules.max_long_calls}{words}{left}", offenders if n > rules.max_long_calls else [], accepted,
+        n if n > rules.max_long_calls else None))
     for name, limit, key, words_of in (
             ("max-blocked-per-step", rules.max_blocked_per_step_ns, rules.time_key, f"host time in {what} copies"),
             ("max-gpu-idle-per-step", rules.max_gpu_idle_per_step_ns, "gpu_idle_ns", "GPU idle during long copies")):
         if limit is None:
             continue
         if not steps:
-            results.append(RuleResult(name, False, f"no NVTX step ranges matching {rep['steps']['pattern']!r}: cannot "
-                                      "compute a per-step figure (use --step-pattern)"))
+            results.append(RuleResult(name, False, f"cannot compute a per-step figure: the trace has no step ranges "
+                                      f"({no_steps_words(rep)}); name them with --step-pattern, or judge the trace "
+                                      "with --max-long-calls (and --steady-after)"))
             continue
         if any(r.get(key) is None for r in judged):
             results.append(RuleResult(name, False, "GPU idle was not computed for every long copy (more than "
@@ -121,7 +123,7 @@ def cause_rule(rep: dict, rules: Rules) -> RuleResult:
     what = ", ".join(f"{r['calls']} {r['cause']} ({r['host_ns'] / 1e6:.2f} ms)" for r in hit)
     offenders = [t for t in rep["top"] if t.get("cause") in rules.fail_causes]
     return RuleResult("no-long-calls-of-cause", n == 0,
-                      f"{n} long calls whose cause is {listed}" + (f": {what}" if hit else "") + "; allowed 0",
+                      f"{n} long call{'' if n == 1 else 's'} whose cause is {listed}" + (f": {what}" if hit else "") + "; allowed 0",
                       offenders if n else [])
 
 
@@ -209,12 +211,13 @@ class GateSettings:
     warmup_steps: int = 0
     fail_causes: tuple = ()
     source_root: str | None = None
+    steady_after: str | None = None
 
     CONVERT = {"source_root": text, "warmup_steps": lambda v: whole(v, "warmup-steps"), "max_long_calls": lambda v: whole(v, "max-long-calls"), "count": text, "min_duration": parse_duration,
                "max_blocked_per_step": parse_duration, "max_gpu_idle_per_step": parse_duration, "direction": text, "calls": text, "baseline": text,
                "tolerance": lambda v: (parse_fraction(str(v)), str(v))[1],
                "step_pattern": text, "kinds": lambda v: tuple([v] if isinstance(v, str) else v),
-               "fail_causes": lambda v: tuple([v] if isinstance(v, str) else v)}
+               "fail_causes": lambda v: tuple([v] if isinstance(v, str) else v), "steady_after": text}
 
     @classmethod
     def resolve(cls, given: dict, from_command_line: set, conf: dict, conf_path) -> "GateSettings":
@@ -256,7 +259,7 @@ class GateSettings:
 
     def options(self) -> Options:
         return Options(min_ns=self.min_duration, direction=self.direction, top=20, step_pattern=self.step_pattern,
-                       calls=self.calls)
+                       calls=self.calls, steady_after=self.steady_after).check()
 
 
 def run_gate(reports, settings: GateSettings, analyze_many) -> GateResult:

@@ -22,6 +22,7 @@ class Steps:
     steps: int
     step_ns: int
     not_counted: int = 0   # ranges matching the pattern that are no step (steps.sql): too short, or overlapping one
+    steady: str | None = None   # --steady-after: where the steady state starts and what it left out, in words
 
     def per_step(self, value):
         return value / self.steps if self.steps and value is not None else None
@@ -158,10 +159,12 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     """The report of one copy model with these options."""
     opts = _with_steps(model, opts.check())
     from ..model.pipeline import stage
+    from .steady import apply
+    steady = apply(model, opts.steady_after)
     kinds = group_rows(model, "kind", opts)
     with stage("steps"):
         row = model.rows("analyses/steps", {"pattern": opts.step_pattern})[0]
-    steps = Steps(opts.step_pattern, row["steps"], row["step_ns"], row["not_counted"])
+    steps = Steps(opts.step_pattern, row["steps"], row["step_ns"], row["not_counted"], steady)
     meta = model.meta
     apis = api_rows(model, opts)
     with stage("by step"):
@@ -173,7 +176,8 @@ def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
                   groups={g: group_rows(model, g, opts) for g in groups}, top=top_rows(model, opts),
                   warnings=model.warnings + [f"inconsistent trace: {i}" for i in model.inconsistencies] + ([
                       f"{steps.not_counted} ranges matching the step pattern are not counted as steps (shorter than "
-                      "10 us, or overlapping an earlier step range of their process)"] if steps.not_counted else []),
+                      "10 us, or overlapping an earlier step range of their process)"] if steps.not_counted else [])
+                  + ([steady] if steady else []),
                   by_step=by_step, inconsistencies=model.inconsistencies,
                   calls=opts.calls, by_api=apis, python_backtrace=bool(meta.get("python_backtrace")),
                   format=meta.get("format", "nsys-sqlite"), by_cause=cause_rows(model, opts),
@@ -209,7 +213,7 @@ def group_rows(model, by: str, opts: Options) -> list[dict]:
         return api_rows(model, opts)
     opts = _with_steps(model, opts.check())
     cache = model.summaries
-    key = (opts.min_ns, opts.direction, opts.top, opts.calls, opts.step_pattern)
+    key = (opts.min_ns, opts.direction, opts.top, opts.calls, opts.step_pattern, opts.steady_after)
     if key not in cache:
         model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
         from ..model.pipeline import stage

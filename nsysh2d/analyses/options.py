@@ -40,6 +40,7 @@ class Options:
     top: int = 10
     calls: str = "async"
     step_pattern: str = DEFAULT_STEP_PATTERN
+    steady_after: str | None = None   # --steady-after (analyses/steady.py)
 
     def check(self) -> "Options":
         if self.direction not in DIRECTIONS:
@@ -52,6 +53,9 @@ class Options:
             raise BadInput(f"bad --step-pattern: at most {MAX_PATTERN} characters of text")
         if not self.step_pattern.isprintable() or not self.step_pattern.encode("utf-8", "replace").decode() == self.step_pattern:
             raise BadInput(f"bad --step-pattern {self.step_pattern!r}: control characters or text that is not UTF-8")
+        if self.steady_after:
+            from .steady import parse
+            parse(self.steady_after)
         return self
 
     def params(self, **extra) -> dict:

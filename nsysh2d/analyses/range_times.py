@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .function_times import function_times
 from .options import steps_in
 
 TOP = 30   # range names kept besides the steps (the most total wall time first)
@@ -17,16 +18,20 @@ class RangeTimes:
     ranges: list[dict]                 # name ('' = the step ranges), is_step, count, total_ns, median_ns, p90_ns,
     left_out: int = 0                  # max_ns, kernel_gpu_ns, apis: [{api, calls, total_ns, gpu_ns}]; names not kept
     warnings: list[str] = field(default_factory=list)
+    functions: list[dict] = field(default_factory=list)   # Kineto: per Python function (function_times.py)
 
     def to_json(self) -> dict:
         return {"path": self.path, "step_pattern": self.step_pattern, "ranges": self.ranges,
-                "left_out": self.left_out, "warnings": self.warnings}
+                "left_out": self.left_out, "warnings": self.warnings, "functions": self.functions}
 
     @classmethod
     def from_json(cls, d: dict) -> "RangeTimes":
         if not isinstance(d.get("ranges"), list) or not all(isinstance(r.get("apis"), list) for r in d["ranges"]):
             raise TypeError("not range times")
-        return cls(d["path"], d["step_pattern"], d["ranges"], int(d["left_out"]), list(d.get("warnings", [])))
+        if not isinstance(d.get("functions", []), list):
+            raise TypeError("not range times")
+        return cls(d["path"], d["step_pattern"], d["ranges"], int(d["left_out"]), list(d.get("warnings", [])),
+                   list(d.get("functions", [])))
 
 
 def range_times(path: str, nsys: str | None, use_cache: bool, step_pattern: str, top: int = TOP) -> RangeTimes:
@@ -53,6 +58,6 @@ def range_times(path: str, nsys: str | None, use_cache: bool, step_pattern: str,
                 ranges.append({k: v for k, v in r.items() if k != "left_out"}
                               | {"kernel_gpu_ns": sum(a["gpu_ns"] for a in mine), "apis": mine})
             return RangeTimes(trace.source or trace.path, step_pattern, ranges, int(left_out or 0),
-                              list(trace.warnings))
+                              list(trace.warnings), function_times(trace))
         finally:
             trace.close()

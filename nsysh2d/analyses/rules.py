@@ -33,7 +33,7 @@ class Rules:
 
 # The causes a long call can have, in the order queries/model/rules.sql's call_cause tries them (and
 # queries/analyses/by_cause.sql's host_allocation).
-CAUSES = ("backlog", "launch_queue", "own_transfer", "host_allocation", "unknown")
+CAUSES = ("backlog", "launch_queue", "own_transfer", "host_allocation", "new_host_allocation", "unknown")
 
 
 @dataclass
@@ -41,5 +41,6 @@ class RuleResult:
     name: str
     passed: bool
     message: str
-    offenders: list[dict] = field(default_factory=list)
+    offenders: list[dict] = field(default_factory=list)   # the longest (a report's top calls: at most 20)
     accepted: list[dict] = field(default_factory=list)   # offenders accepted in source, each with its `accepted` reason
+    offenders_total: int | None = None   # how many copies the rule counted, when more than the list may hold

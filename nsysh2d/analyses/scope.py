@@ -36,8 +36,13 @@ def scope(rep: dict, rules: Rules) -> Scope:
     kinds = [r for r in rep["by_kind"] if kind_ok(r["src_kind"], rules)]
     skipped = f" ({st['not_counted']} ranges matching the step pattern not counted: shorter than 10 us or overlapping " \
               "an earlier step range)" if st.get("not_counted") else ""
+    steady = f"; {st['steady']}" if st.get("steady") else ""
     if not steps or by_step is None:
-        return Scope(kinds, steps, skipped and f"; no step range{skipped}", lambda t: True)
+        # an option that cannot apply says so in the verdict (issue 56)
+        warm = (f"; --warmup-steps {rules.warmup_steps} does not apply: the trace has no step ranges ("
+                f"{no_steps_words(rep)}), so every copy is judged (--steady-after judges from a range, an op or a "
+                "time on)") if rules.warmup_steps else ""
+        return Scope(kinds, steps, (skipped and f"; no step range{skipped}") + steady + warm, lambda t: True)
     n = max(steps - rules.warmup_steps, 0)
     in_judged = lambda r: r["step"] is not None and r["step"] >= rules.warmup_steps  # noqa: E731
     # Copies before the first step began (model init) are not asked to run during steps; a trace cached before
@@ -54,12 +59,20 @@ def scope(rep: dict, rules: Rules) -> Scope:
            f"warm-up steps {warmup_long} long ones" if total and not judged_calls and warmup_long else "")
     if why:
         return Scope(kinds, steps, f"; judged: every copy of the run, as {why}: the steps do not stand for the "
-                     f"run{skipped}", lambda t: True)
+                     f"run{skipped}{steady}", lambda t: True)
     rows = [r for r in by_step if kind_ok(r["src_kind"], rules)]
     judged = [r for r in rows if in_judged(r)]
     info = sum(r[rules.count_key] for r in rows if not in_judged(r))
     words = (f"; judged: copies during {n} of {steps} step ranges{skip}"
-             + (f"; {info} {rules.what} copies outside them not judged" if info else "") + skipped)
+             + (f"; {info} {rules.what} copies outside them not judged" if info else "") + skipped + steady)
     # the step a listed call ran in is the report's own (top.sql, matched by DuckDB's RE2): Python's re never
     # runs the pattern on a trace's names
     return Scope(judged, n, words, lambda t: t.get("step") is not None and t["step"] >= rules.warmup_steps)
+
+
+def no_steps_words(rep: dict) -> str:
+    """Why a trace has no steps, in plain words (the pattern as typed, not as a JSON or Python string)."""
+    pattern = rep["steps"]["pattern"]
+    return (f"no NVTX or record_function range matches the step pattern {pattern}"
+            + ("; torch.profiler writes ProfilerStep#N ranges only with a profiler schedule"
+               if rep.get("format") == "kineto" else ""))

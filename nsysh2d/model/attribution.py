@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from ..fixes import FIXES, FIXES_CUDA, FIXES_CUDA_D2H, FIXES_D2H
-from ..sites import is_library, parse_hook_range, site_names
+from ..sites import is_library, kineto_site_names, parse_hook_range, site_names
 from ..source import sql
 
 CUDA_INTERNAL = re.compile(r"libcupti|libcuda\.so|libcudart|libnvidia|libnvToolsExt|libnvtx", re.I)
@@ -59,10 +59,13 @@ def native_site(frames: list[tuple[str, str]]) -> tuple[str | None, int, str]:
     return op, copies, counted
 
 
-def python_site(frames: list[tuple[str, str, int]]) -> tuple[str, str] | None:
-    """(signature, file:line) of the first frame of the user's program."""
-    for fn, file, line in frames:
+def python_site(frames: list[tuple[str, str, int]], kineto: bool = False) -> tuple[str, str] | None:
+    """(signature, file:line) of the first frame of the user's program. Kineto: the frame's line is where its
+    function starts, and what it called (the frame inside it) tells its copies apart (sites.kineto_site_names)."""
+    for i, (fn, file, line) in enumerate(frames):
         if not is_library(file):
+            if kineto:
+                return kineto_site_names(file, fn, line, frames[i - 1][:2] if i else None)
             return site_names(file, fn, line)
     return None
 
@@ -79,7 +82,7 @@ def python_sites(trace) -> None:
     site_ids: dict[tuple[str, str], int] = {}
     site_of_stack = {}
     for key, frames in stacks.items():
-        site = python_site(frames)
+        site = python_site(frames, trace.format == "kineto" and not trace.meta.get("call_lines"))
         if site:
             site_of_stack[key] = site_ids.setdefault(site, len(site_ids) + 1)
     py = [(p, c, site_of_stack[k]) for p, c, k in calls if k in site_of_stack]

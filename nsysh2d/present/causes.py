@@ -18,6 +18,10 @@ WHAT_TO_DO = {
     "host_allocation": "`.pin_memory()` grew the caching host allocator (cudaHostAlloc) while earlier copies were "
                        "in flight: copy into a pinned staging buffer allocated once and reused (an event per "
                        "slot before rewriting it)",
+    "new_host_allocation": "pinned host memory allocated on the copy path with no copy in flight: the caching "
+                           "host allocator had no free block of that size (first use, or a size not seen before) "
+                           "and pays cudaHostAlloc again for each new size: allocate the pinned buffer once, of "
+                           "the largest size, and reuse it",
     "unknown": "host-side work inside the call that the trace does not explain",
     "not_computed": "the backlog of these calls was not computed (more long calls than NSYSH2D_GPU_IDLE_MAX)",
 }
@@ -46,6 +50,7 @@ def cause_section(rep: dict) -> Section | None:
         note="every long copy call, and every long call that pinned host memory inside a range with copies: "
              "backlog = waited mostly for the GPU work queued ahead on its stream; own_transfer = waited for its "
              "own transfer (nothing much queued); launch_queue = its stream's queue was full; host_allocation = "
-             "cudaHostAlloc/cudaHostRegister; queued: launches ahead not yet started (a stream holds 1021).",
+             "cudaHostAlloc/cudaHostRegister while copies were in flight; new_host_allocation = the same on the copy "
+             "path with none in flight; queued: launches ahead not yet started (a stream holds 1021).",
         lines=[Line("{}: {}", Trusted(r["cause"]), Trusted(WHAT_TO_DO[r["cause"]]))
                for r in rows if r["cause"] in WHAT_TO_DO] + extra)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from ..sites import KINETO_DEF
 from . import safe
 
 
@@ -16,7 +17,19 @@ def offender_line(o: dict, esc=safe.terminal, fix: bool = True) -> str:
         nvtx = f" (NVTX {esc(o['nvtx_path'])})" if o.get("nvtx_path") else ""
         return (f"{format_ns(o['host_ns'])} {esc(o.get('source_class'))} copy of {format_bytes(o.get('bytes'))} at "
                 f"{esc(where) if where else '(call site unknown)'}{nvtx}" + (f": {o.get('fix') or ''}" if fix else ""))
-    return ", ".join(f"{esc(k)}={esc(v)}" for k, v in o.items())
+    return ", ".join(f"{esc(k.replace('_', ' ').removesuffix(' ns'))} {_figure(k, v, esc)}" for k, v in o.items())
+
+
+def _figure(key: str, value, esc) -> str:
+    """A finding's figure in words: 15.17 ms, not long_ns=15167451."""
+    from ..units import format_bytes, format_ns
+
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key.endswith("_ns") or key.endswith("_ns_per_step"):
+            return format_ns(value)
+        if key == "bytes":
+            return format_bytes(value)
+    return esc(value)
 
 
 def fix_lines(offenders: list[dict], esc=safe.terminal) -> list[str]:
@@ -26,6 +39,13 @@ def fix_lines(offenders: list[dict], esc=safe.terminal) -> list[str]:
         if o.get("fix"):
             seen.setdefault((o.get("source_class"), o["fix"]), None)
     return [f"fix [{esc(cls)}]: {text}" for cls, text in seen]
+
+
+def shown_note(rule: dict, shown: int) -> str | None:
+    """Says when a list of offending copies is cut: by us (`shown`) or by the report (its longest calls only)."""
+    total = max(rule.get("offenders_total") or 0, len(rule["offenders"]))
+    shown = min(shown, len(rule["offenders"]))
+    return f"{shown} of {total} offending copies shown, the longest" if rule["offenders"] and total > shown else None
 
 
 def junit(verdicts: list[dict], errors: list[dict] = ()) -> str:
@@ -45,7 +65,9 @@ def junit(verdicts: list[dict], errors: list[dict] = ()) -> str:
             case = ET.SubElement(s, "testcase", classname="nsysh2d.gate", name=x(r["name"]))
             if not r["passed"]:
                 f = ET.SubElement(case, "failure", message=x(r["message"]), type="regression")
-                f.text = "\n".join(offender_line(o, x) for o in r["offenders"]) or x(r["message"])
+                offs = r["offenders"]   # each fix once, after the copies it is for
+                f.text = "\n".join([offender_line(o, x, fix=False) for o in offs] + fix_lines(offs, x)
+                                    + [n for n in [shown_note(r, len(offs))] if n]) or x(r["message"])
             else:
                 ET.SubElement(case, "system-out").text = x(r["message"])
     ET.indent(suites)
@@ -67,6 +89,9 @@ def summary_markdown(verdicts: list[dict], errors: list[dict] = ()) -> str:
         offenders = unique_offenders(v)
         if offenders:
             out += ["", "Offending copies:", ""] + [f"- {offender_line(o, md, fix=False)}" for o in offenders[:20]]
+            if len(offenders) > 20 or any(r.get("offenders_total") for r in v["rules"]):
+                total = max([len(offenders)] + [r.get("offenders_total") or 0 for r in v["rules"]])
+                out += [f"- {min(20, len(offenders))} of {total} shown, the longest"] if total > min(20, len(offenders)) else []
             out += [""] + [f"- {ln}" for ln in fix_lines(offenders[:20], md)]
         out.append("")
     return "\n".join(out) + "\n"
@@ -96,14 +121,23 @@ def github_annotations(verdicts: list[dict]) -> str:
     for v in verdicts:
         for r in v["rules"]:
             if not r["passed"]:
-                msg = t(r["message"]) + "".join(f"\n{offender_line(o)}" for o in r["offenders"][:10])
+                offs = r["offenders"][:10]   # each fix once, not once per copy
+                msg = t(r["message"]) + "".join(f"\n{ln}" for ln in [offender_line(o, fix=False) for o in offs]
+                                                + [n for n in [shown_note(r, 10)] if n] + fix_lines(offs))
                 lines.append(f"::error title={prop('nsysh2d gate ' + r['name'])}::{data(t(v['path']) + ': ' + msg)}")
         at_line = {}
         for o in unique_offenders(v):
             m = re.fullmatch(r"(.+\.py):(\d+)", o.get("site_line") or "")
+            k = KINETO_DEF.fullmatch(o.get("site_line") or "")
             if m:
-                at_line.setdefault((m.group(1), m.group(2)), []).append(o)
-        for (f, n), offs in at_line.items():
+                at_line.setdefault((m.group(1), m.group(2), None), []).append(o)
+            elif k:   # a Kineto site: only the function's first line is known, and the annotation says so
+                at_line.setdefault((k.group(1), k.group(3), k.group(2)), []).append(o)
+        for (f, n, fn), offs in at_line.items():
             msg = f"{len(offs)} long-blocking copies here; longest: {offender_line(offs[0])}"
-            lines.append(f"::error file={prop(f)},line={n},title=nsysh2d blocking H2D copy::{data(msg)}")
+            title = "nsysh2d blocking H2D copy"
+            if fn:
+                title += f" in {fn}() (line {n} is where it starts: torch.profiler records no call line)"
+                msg = f"{len(offs)} long-blocking copies inside {fn}(), which starts here; longest: {offender_line(offs[0])}"
+            lines.append(f"::error file={prop(f)},line={n},title={prop(t(title))}::{data(msg)}")
     return "\n".join(lines) + ("\n" if lines else "")

@@ -55,7 +55,7 @@ GROUP_COLUMNS = [Column("group", "group"), Column("calls", "calls", "int"), Colu
 TOP_COLUMNS = [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes"), Column("source_class", "class"),
                Column("waited_s", "waited"), Column("backlog_ns", "backlog", "ns"),
                Column("gpu_idle_ns", "GPU idle", "ns"), Column("where", "call site"), Column("nvtx_path", "NVTX path"),
-               Column("fix", "fix")]
+               Column("fix_ref", "fix")]   # a reference: each fix's text once, under the table
 
 
 def analyze_html(reports, errors) -> str:
@@ -84,8 +84,11 @@ def analyze_html(reports, errors) -> str:
                                                              ("gpu_idle_ns", "GPU idle")],
                                               f"by {title}", f"bars-{g}-{i}"), f"bars-{g}-{i}", f"long copies by {title}"))
         body.append("<h3>Longest calls and their fixes</h3>")
-        body.append(table(TOP_COLUMNS, [{**r, "where": r.get("site_line") or r.get("site"), "waited_s": waited_cell(r)}
-                                        for r in top], f"top-{i}"))
+        fixes = list(dict.fromkeys((r.get("source_class"), r["fix"]) for r in top if r.get("fix")))
+        body.append(table(TOP_COLUMNS, [{**r, "where": r.get("site_line") or r.get("site"), "waited_s": waited_cell(r),
+                                         "fix_ref": f"[{fixes.index((r.get('source_class'), r['fix'])) + 1}]"
+                                         if r.get("fix") else ""} for r in top], f"top-{i}"))
+        body += [f'<p class="note">[{n}] {esc(cls)}: {esc(text)}</p>' for n, (cls, text) in enumerate(fixes, 1)]
         body.append("<h3>By call site</h3>" + table(GROUP_COLUMNS, rep.get("by_site", []), f"by-site-{i}"))
         body += [f'<p class="warn">warning: {esc(w)}</p>' for w in rep.get("warnings", [])]
         body.append("</section>")
@@ -139,7 +142,7 @@ def threshold_html(result) -> str:
 
 
 def gate_html(result) -> str:
-    from .ci import offender_line
+    from .ci import fix_lines, offender_line, shown_note
 
     doc = result.to_json()
     body = [f'<p class="{"pass" if doc["passed"] else "fail"}" id="verdict">{"PASS" if doc["passed"] else "FAIL"}</p>']
@@ -150,7 +153,9 @@ def gate_html(result) -> str:
             body.append(f'<tr data-rule="{esc(r["name"])}" data-passed="{str(r["passed"]).lower()}"><td class='
                         f'{"pass" if r["passed"] else "fail"}>{"pass" if r["passed"] else "FAIL"}</td>'
                         f'<td>{esc(r["name"])}</td><td>{esc(r["message"])}</td></tr>')
-            body += [f'<tr><td></td><td></td><td class="note">{esc(offender_line(o))}</td></tr>' for o in r["offenders"]]
+            notes = [offender_line(o, fix=False) for o in r["offenders"]] + [n for n in [shown_note(r, 20)] if n]
+            body += [f'<tr><td></td><td></td><td class="note">{esc(n)}</td></tr>'
+                     for n in notes + fix_lines(r["offenders"])]   # each fix once, not once per copy
         body.append("</tbody></table>")
     body += [f'<p class="fail">ERROR {esc(e["path"])}: {esc(e["error"])}</p>' for e in doc.get("errors", [])]
     return page("nsysh2d gate", body)

@@ -93,7 +93,7 @@ def to_markdown(sections: list[Section], heading: str = "") -> str:
 
 def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:
     """Tables that fit the terminal (or $COLUMNS, or 160 columns when piped): numbers are never cut, long
-    names end in an ellipsis; notes wrap at the same width (present/terminal.py lays them out)."""
+    names are cut in the middle (start and end kept); notes wrap at the same width (present/terminal.py lays them out)."""
     import sys
 
     from .terminal import table, wrap
@@ -109,8 +109,8 @@ def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:
             widths = column_widths(columns, cells, width)
             # A table whose numbers alone are wider than the terminal is printed wider, never cut.
             caption = f"({', '.join(dropped)} left out to fit {width} columns; --format json has all)" if dropped else ""
-            layout = [(c.title, widths[i], c.kind in NUMERIC, c.kind in NUMERIC and c.kind != "bool")
-                      for i, c in enumerate(columns)]
+            layout = [(c.title, widths[i], c.kind in NUMERIC, c.kind in NUMERIC and c.kind != "bool", c.kind not in NUMERIC)
+                      for i, c in enumerate(columns)]   # names are cut in the middle: their ends tell them apart
             out.extend(table(layout, cells, s.title, caption))
         if s.note:
             out.extend(wrap(t(s.note), width))

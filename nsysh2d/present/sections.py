@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..analyses.options import GROUPINGS, left_out
-from ..units import format_bytes, format_ns
+from ..units import format_bytes, format_ns, plural
 from .causes import LAUNCH_QUEUE_FIX, cause_section
 from .processes import process_section
 from .render import Column, Section, cell
@@ -45,7 +45,7 @@ def analyze_sections(report, by: str = "kind", show_top: bool = True) -> list[Se
             f"{per_step}.{outside}")
     other = left_out(calls)
     if other and t.get(f"{other}_calls"):
-        note += (f" Not counted here: {t[f'{other}_calls']} {other} copy calls ({t[f'{other}_long_calls']} long, "
+        note += (f" Not counted here: {plural(t[f'{other}_calls'], f'{other} copy call')} ({t[f'{other}_long_calls']} long, "
                  f"{format_ns(t[f'{other}_long_ns'])}); --calls {other} or --calls all counts them.")
     if by == "api":
         sec = api_section(rep, note)
@@ -162,12 +162,12 @@ def compare_sections(comparison) -> list[Section]:
         secs.append(Section(f"by {titles[g]}", [
             Column("key", titles[g]), Column("calls_before", "calls before", "int"),
             Column("calls_after", "calls after", "int"),
-            Column("blocking_calls_before", "blocking before", "int"),
-            Column("blocking_calls_after", "blocking after", "int"),
+            Column("blocking_calls_before", "blocking before", "int", drop=3),
+            Column("blocking_calls_after", "blocking after", "int", drop=3),
             Column(ls[0], f"blocked {ls[2]} before", "ns"), Column(ls[1], f"blocked {ls[2]} after", "ns"),
             Column("delta_s", "delta", "num"),
             Column(ls[3], f"GPU idle {ls[2]} before", "ns", drop=1), Column(ls[4], f"GPU idle {ls[2]} after", "ns", drop=1),
-            Column("max_ns_before", "max before", "ns"), Column("max_ns_after", "max after", "ns"),
+            Column("max_ns_before", "max before", "ns", drop=2), Column("max_ns_after", "max after", "ns", drop=2),
             Column("status", "status")],
             [{**r, "delta_s": _signed((r.get(ls[1]) or 0) - (r.get(ls[0]) or 0), "ns")} for r in rows]))
     lines = [f"gone: {d['group']} {d['key']} ({d['blocking_calls_before']} long-blocking copies before)"
@@ -266,7 +266,7 @@ def threshold_section(result: list[dict]) -> Section:
 
 def gate_text(result) -> str:
     """The gate's terminal verdict: PASS/FAIL per report, each rule, its first offenders."""
-    from .ci import fix_lines, offender_line
+    from .ci import fix_lines, offender_line, shown_note
     from .safe import terminal as t
 
     out = []
@@ -275,6 +275,7 @@ def gate_text(result) -> str:
         for r in v["rules"]:
             out.append(f"  [{'pass' if r['passed'] else 'FAIL'}] {t(r['name'])}: {t(r['message'])}")
             out += [f"      {offender_line(o, fix=False)}" for o in r["offenders"][:10]]
+            out += [f"      ({n})" for n in [shown_note(r, 10)] if n]
             out += [f"    {ln}" for ln in fix_lines(r["offenders"][:10])]
     out += [f"ERROR {t(p)}: not judged (see stderr)" for p, _m, _c in result.errors]
     return "\n".join(out) + "\n"

@@ -51,6 +51,16 @@ def ellipsize(text: str, width: int) -> str:
     return kept + " " * (width - 1 - cell_len(kept)) + "…"
 
 
+def ellipsize_middle(text: str, width: int) -> str:
+    """Text cut in the middle, its start and end kept: names differ most at their end (two call sites of one file,
+    `…:copy_to_device` and `…:vision_inputs_to_device`, read alike when both are cut at the end)."""
+    if cell_len(text) <= width or width < 8:
+        return ellipsize(text, width)
+    head = crop(text, (width - 1) // 3)
+    tail = crop(text[::-1], width - 1 - cell_len(head))[::-1]
+    return head + "…" + tail + " " * (width - 1 - cell_len(head) - cell_len(tail))
+
+
 def _fold(word: str, width: int) -> list[str]:
     """A word wider than a line, cut into pieces of at most width cells."""
     pieces = []
@@ -103,29 +113,30 @@ def _pad(text: str, width: int, right: bool) -> str:
 
 def table(columns: list[tuple[str, int, bool, bool]], rows: list[list[str]], title: str = "",
           caption: str = "") -> list[str]:
-    """Lines of a table. columns: (title, width, wraps, right-aligned). A column that wraps breaks its
+    """Lines of a table. columns: (title, width, wraps, right-aligned[, cut in the middle]). A column that wraps breaks its
     text between words (its cells fit by construction, a long title takes several lines); one that does
     not keeps each line of its text on one line, cut with an ellipsis. Every column has a blank either
     side, the table a blank edge; header cells sit on their last line, body cells on their first."""
-    width = sum(w for _, w, _, _ in columns) + 3 * len(columns) + 1
+    width = sum(c[1] for c in columns) + 3 * len(columns) + 1
 
-    def cell_lines(text: str, w: int, wraps: bool) -> list[str]:
+    def cell_lines(text: str, w: int, wraps: bool, middle: bool) -> list[str]:
         if wraps:
             return wrap(text, w)
-        return [ellipsize(ln.expandtabs(8), w) for ln in clean(text).split("\n")]
+        cut = ellipsize_middle if middle else ellipsize
+        return [cut(ln.expandtabs(8), w) for ln in clean(text).split("\n")]
 
     def row_lines(texts: list[str], bottom: bool) -> list[str]:
-        cells = [cell_lines(t, w, wraps) for t, (_, w, wraps, _) in zip(texts, columns)]
+        cells = [cell_lines(t, c[1], c[2], len(c) > 4 and c[4]) for t, c in zip(texts, columns)]
         height = max(len(c) for c in cells)
         for c in cells:
             blank = [""] * (height - len(c))
             c[:] = blank + c if bottom else c + blank
-        return [" " + " ".join(" " + _pad(c[i], w, right) + " " for c, (_, w, _, right) in zip(cells, columns)) + " "
+        return [" " + " ".join(" " + _pad(c[i], col[1], col[3]) + " " for c, col in zip(cells, columns)) + " "
                 for i in range(height)]
 
     out = wrap(title, width) if title else []
     out.append("")
-    out.extend(row_lines([t for t, _, _, _ in columns], bottom=True))
+    out.extend(row_lines([c[0] for c in columns], bottom=True))
     out.append(" " + "─" * (width - 2) + " ")
     for r in rows:
         out.extend(row_lines(r, bottom=False))

@@ -116,11 +116,13 @@ class CompareView(View):
         return compare_html(self.comparison, self.before, self.after)
 
     def sections(self) -> list[Section]:
+        from .functions import cause_compare_section, functions_section
         from .processes import rank_compare_section
         from .sections import compare_sections
 
-        ranks = rank_compare_section(self.comparison.to_json())
-        return compare_sections(self.comparison) + ([ranks] if ranks else [])
+        doc = self.comparison.to_json()
+        more = [rank_compare_section(doc), cause_compare_section(doc), functions_section(doc)]
+        return compare_sections(self.comparison) + [s for s in more if s]
 
 
 @dataclass
@@ -254,6 +256,15 @@ class ApiSummaryView(View):
         return [{"path": d["path"], **r} for d in self.docs for r in d["rows"]]
 
     def text(self, fmt: str) -> str:
+        from collections import Counter
+
+        from .safe import Line, Trusted
+
         note = "time %: share of the API time listed, not of the run's wall time"
-        return "\n".join(render_sections(fmt, [Section("CUDA API functions", API_COLUMNS, d["rows"], note=note)], d["path"])
-                         for d in self.docs)
+
+        def twins(rows):   # one name in several rows: say why (name_id in JSON tells them apart)
+            return [Line("{} is in {} rows: the trace names it by {} string ids (e.g. a function and its _vNNNN "
+                         "twin, shown without the suffix, as nsys stats does); each row counts the calls of one id",
+                         n, Trusted(str(k)), Trusted(str(k))) for n, k in Counter(r["name"] for r in rows).items() if k > 1]
+        return "\n".join(render_sections(fmt, [Section("CUDA API functions", API_COLUMNS, d["rows"], note=note,
+                                                        lines=twins(d["rows"]))], d["path"]) for d in self.docs)

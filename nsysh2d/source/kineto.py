@@ -17,17 +17,20 @@ import math
 import os
 import re
 import sys
+import time
 from array import array
 from contextlib import contextmanager
 
 from ..errors import BadInput
 from . import kineto_forms, kineto_json, kineto_legacy, kineto_ops, sql
+from .progress import read_progress as _progress
 from .schema import TIME_LIMIT
 
 EVENT_CLASS = {"cuda_runtime": 0, "cuda_driver": 1}        # known_enums.sql's ids
 GPU_KIND = {"gpu_memcpy": 0, "gpu_memset": 1, "kernel": 2}
 MEMCPY_NAME = re.compile(r"Memcpy (\w+) \((.+?) -> (.+?)\)")
 PY_FRAME = re.compile(r"(.+)\((\d+)\): (.+)")
+BUILT_IN = re.compile(r"<built-in (?:method|function) ([\w.]+)")   # a C function: its name, never its object's address
 TID_LIMIT = 1 << 24   # nsys's globalTid packs pid and tid in 24 bits each (source/global_tid.sql)
 OWN_TIDS = 1 << 23    # thread ids at or above this (or negative) get one of their own (Events.tid)
 
@@ -168,7 +171,10 @@ def load(con, path: str, warnings: list[str], inconsistencies: list[str] | None 
     import pyarrow as pa
 
     events = Events(path)
-    meta = kineto_json.read(path, events, _progress(path))
+    progress = _progress(path)
+    meta = kineto_json.read(path, events, progress)
+    if progress:
+        progress(os.path.getsize(path))   # the last line of a progress shown, if the read's last part did not
     events.pairs.complete(lambda ev, start, end: events(ev, (start, end - start)))
     if not events.runtime["start"] and events.other_apis:
         other = max(events.other_apis, key=events.other_apis.get)
@@ -184,7 +190,8 @@ def load(con, path: str, warnings: list[str], inconsistencies: list[str] | None 
     copy_ids = {i for n, i in events.names.items() if n.startswith("cu") and "Memcpy" in n[2:]}   # as the SQL's GLOB
     calls = [(t, s, e, c) for t, s, e, c, n in zip(rt["global_tid"], rt["start"], rt["end"], rt["correlation_id"],
                                                    rt["name_id"]) if n in copy_ids]
-    if events.stacks.ids and not events.py["start"]:   # a 2021 trace: its ops' stacks are its Python frames
+    call_lines = bool(events.stacks.ids and not events.py["start"])
+    if call_lines:   # a 2021 trace: its ops' stacks are its Python frames
         events.stacks.frames(events.name_id, lambda *f: _add(events.py, *f), [c[:2] for c in calls])
         meta = {**meta, "with_stack": 1}
     if events.skipped:
@@ -218,16 +225,30 @@ def load(con, path: str, warnings: list[str], inconsistencies: list[str] | None 
         con.register(f"{name}_arrow", frames.pop(name))
         con.execute(f"CREATE TABLE {name} AS SELECT * FROM {name}_arrow")
         con.unregister(f"{name}_arrow")
+    warnings.extend(finish(con))
+    return {"nsys_version": None, "schema_version": info["schema_version"], "gpu": gpus[0] if gpus else None,
+            "python_backtrace": False, "format": "kineto", "python_frames": info["with_stack"] == "1",
+            # the 2021 layout's `Call stack` names each frame's current (call) line; with_stack's python_function
+            # events name the line the function starts on (sites.kineto_site_names)
+            "call_lines": call_lines}
+
+
+# What load() makes and kineto_cache.py keeps: everything the views and the stack queries read.
+TABLES = ("k_strings", "k_copy_names", "k_runtime", "k_gpu", "k_ranges", "k_py", "k_ops", "k_chains", "k_meta",
+          "k_gpu_info")
+
+
+def finish(con) -> list[str]:
+    """The views n.* over the k_* tables (read now or from the cache), and the warnings they give."""
     sql.run(con, "source/known_enums")
     sql.run(con, "source/global_tid")
     sql.run(con, "source/kineto_views")
     sql.run(con, "source/views")
     unmatched = sql.run(con, "source/kineto_unmatched").fetchone()[0]
     if unmatched:
-        warnings.append(f"{unmatched} GPU copies whose API call is not in the Kineto trace (torch.profiler does not "
-                        "record CUDA driver copy calls such as cuMemcpyHtoDAsync_v2; capture with nsys to judge them)")
-    return {"nsys_version": None, "schema_version": info["schema_version"], "gpu": gpus[0] if gpus else None,
-            "python_backtrace": False, "format": "kineto", "python_frames": info["with_stack"] == "1"}
+        return [f"{unmatched} GPU copies whose API call is not in the Kineto trace (torch.profiler does not record "
+                "CUDA driver copy calls such as cuMemcpyHtoDAsync_v2; capture with nsys to judge them)"]
+    return []
 
 
 def _unique_ids(path: str, py):
@@ -247,24 +268,6 @@ def _text(v):
     into one character, so what is left is alone), which no UTF-8 output (DuckDB, a terminal, a file) can hold:
     each becomes U+FFFD."""
     return None if v is None else _LONE_SURROGATE.sub("\ufffd", str(v))
-
-
-def _progress(path: str):
-    """Progress on stderr for big files, only when stderr is a terminal."""
-    size = os.path.getsize(path)
-    if size < (256 << 20) or not sys.stderr.isatty() or os.environ.get("NSYSH2D_QUIET"):
-        return None
-    step = [0]
-
-    def report(done: int) -> None:
-        if done - step[0] >= (64 << 20) or done >= size:
-            step[0] = done
-            sys.stderr.write(f"\rnsysh2d: reading {os.path.basename(path)}: {100 * done // size}%")
-            sys.stderr.flush()
-            if done >= size:
-                sys.stderr.write("\n")
-
-    return report
 
 
 @contextmanager
@@ -288,7 +291,9 @@ def python_stacks(con) -> tuple[list[tuple], dict]:
             calls[(gpid, corr)] = key
             continue
         m = PY_FRAME.fullmatch(name or "")
-        if m:   # built-in methods and C functions name no file: never the user's frame
+        if m:
             stacks.setdefault(key, []).append((depth, (m.group(3), m.group(1), int(m.group(2)))))
+        elif b := BUILT_IN.match(name or ""):   # names no file: never the user's frame, but what it called
+            stacks.setdefault(key, []).append((depth, (b.group(1), "<built-in>", 0)))
     frames = {k: [f for _d, f in sorted(v)] for k, v in stacks.items()}
     return [(p, c, k) for (p, c), k in calls.items()], frames

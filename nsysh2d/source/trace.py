@@ -58,7 +58,7 @@ class Trace:
         own_export = None
         check_input(path)
         if os.path.isfile(path) and not is_sqlite(path) and kineto_json.sniff(path):
-            return cls._open_kineto(path, threads)
+            return cls._open_kineto(path, threads, use_cache)
         build = None   # a report's capture build: its export names only the exporting nsys
         if path.endswith((".nsys-rep", ".qdrep")):
             from .export import report_build, sqlite_for_report
@@ -142,8 +142,10 @@ class Trace:
         return tr
 
     @classmethod
-    def _open_kineto(cls, path: str, threads: int | None) -> "Trace":
-        """A Kineto (torch.profiler) trace: read whole into DuckDB tables (kineto.py), no SQLite attached."""
+    def _open_kineto(cls, path: str, threads: int | None, use_cache: bool = True) -> "Trace":
+        """A Kineto (torch.profiler) trace: read whole into DuckDB tables (kineto.py), no SQLite attached; the tables
+        are kept in the cache and read from there next time (kineto_cache.py)."""
+        from .kineto_cache import load
         if threads is None:
             from ..cpus import analysis_threads
             threads = analysis_threads()
@@ -152,7 +154,7 @@ class Trace:
         try:
             con = duckdb.connect(":memory:", config=duckdb_config(threads, spill))
             tr = cls(path, con, {}, threads=threads, source=path, spill=spill, format="kineto")
-            tr.meta = kineto.load(con, path, tr.warnings, tr.inconsistencies)
+            tr.meta = load(con, path, tr.warnings, use_cache, tr.inconsistencies)
             return tr
         except BaseException:
             if con is not None:

@@ -64,4 +64,6 @@ FROM calls c
 JOIN kind_labels k
   ON k.copy_kind IS NOT DISTINCT FROM c.copy_kind AND k.src_kind IS NOT DISTINCT FROM c.src_kind
  AND k.dst_kind IS NOT DISTINCT FROM c.dst_kind
-LEFT JOIN python_sites p ON p.global_pid = c.global_pid AND p.correlation_id = c.correlation_id;
+LEFT JOIN python_sites p ON p.global_pid = c.global_pid AND p.correlation_id = c.correlation_id
+-- --steady-after (analyses/steady.py): the calls before the steady state are no copies of the report
+WHERE getvariable('steady_from') IS NULL OR c.api_start >= getvariable('steady_from');

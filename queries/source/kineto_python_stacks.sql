@@ -1,4 +1,4 @@
--- kineto_python_stacks: the Python frames of each copy call of a Kineto trace: the python_function events on the
+-- kineto_python_stacks: the Python frames of each copy call (and host allocation) of a Kineto trace: the python_function events on the
 -- call's thread that enclose it, innermost first. Events on a thread nest, so the last one to start before the
 -- call (an ASOF join: a sort, not a pairwise range join, which ran out of memory on a 1 GB trace) is either the
 -- innermost enclosing one or a sibling of it, and the enclosing ones are among its ancestors by "Python parent
@@ -12,7 +12,8 @@
 WITH RECURSIVE calls AS (
     SELECT DISTINCT start, "end", global_tid, correlation_id
     FROM n.runtime
-    WHERE name_id IN (SELECT id FROM n.strings WHERE value GLOB 'cu*Memcpy*')
+    WHERE name_id IN (SELECT id FROM n.strings WHERE value GLOB 'cu*Memcpy*' OR value GLOB 'cudaHostAlloc*'
+                      OR value GLOB 'cudaMallocHost*' OR value GLOB 'cudaHostRegister*')
 ), last_before AS (
     SELECT c.global_tid, c.correlation_id, c.start AS c_start, c."end" AS c_end, p.py_id
     FROM calls c ASOF JOIN k_py p ON p.global_tid = c.global_tid AND c.start >= p.start
