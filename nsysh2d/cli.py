@@ -15,10 +15,9 @@ from .cli_check import check   # commands of their own modules: cli.py stays sma
 from .cli_lint import lint
 from .cli_summary import api_summary, threshold
 from .cli_tools import cache_clear, recipe_path
-from .cli_options import source_root_option, steady_after_option
-from .cli_kit import (Group, calls_option, csv_table_option, direction_option, duration, emit,
-                      error_line, exit_code, no_cache_option, profile_options, report_options, scheduler_option, note,
-                      quiet_option, terminal, version_option)
+from .cli_options import profile_options, source_root_option, steady_after_option
+from .cli_kit import (Group, calls_option, csv_table_option, direction_option, duration, emit, error_line, exit_code,
+                      no_cache_option, report_options, scheduler_option, note, quiet_option, terminal, version_option)
 from .config import scheduler_setting
 
 
