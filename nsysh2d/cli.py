@@ -208,8 +208,6 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the verdict here instead of stdout.")
 @click.option("--config", "config_path", type=click.Path(dir_okay=False),
               help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
-@click.option("--source-root", type=click.Path(file_okay=False), help="Where the traced program's source is (default: "
-              "here): a copy whose line says `# nsysh2d: ok[RULE] <reason>` is accepted, listed with its reason.")
 @click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
 @scheduler_option
 @source_root_option

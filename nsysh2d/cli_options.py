@@ -31,8 +31,9 @@ def _source_root(ctx, _param, value):
 
 source_root_option = click.option(
     "--source-root", metavar="DIR", callback=_source_root, expose_value=False, is_eager=True,
-    help="Kineto traces: where the files of call sites are looked for, to name them by their path in the "
-         "repository (torch names them relative to a sys.path entry).  [default: the current folder]")
+    help="Where the traced program's source is: Kineto call sites are named by their path there (torch names them "
+         "relative to a sys.path entry), and the gate accepts a copy whose line there says `# nsysh2d: ok[RULE] "
+         "<reason>`.  [default: the current folder]")
 
 steady_after_option = click.option(
     "--steady-after", metavar="WHEN",

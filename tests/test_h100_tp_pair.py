@@ -55,7 +55,7 @@ def test_before_waits_once_a_step_for_the_queue(cli):
     assert got["totals"]["blocking_ns_per_step"] == pytest.approx(sum(in_steps) / 10)
     top = [r for r in got["top"] if r["nvtx_path"] and r["nvtx_path"].startswith("step ")]
     assert top and all((r["site"], r["source_class"], r["cause"]) ==
-                       ("qwen3vl_inputs.py:copy_to_device", "pinned_strided", "backlog") for r in top)
+                       ("workloads/qwen3vl_inputs.py:copy_to_device > copy_()", "pinned_strided", "backlog") for r in top)
 
 
 def test_after_never_waits_inside_a_step(cli):

@@ -13,10 +13,11 @@ def split_accepted(offenders: list[dict], rules: Rules) -> tuple[list[dict], lis
 
     from ..allowlist import accepted_site
 
-    root, out, acc = rules.source_root or os.getcwd(), [], []
+    given = os.environ.get("NSYSH2D_SOURCE_ROOT") or rules.source_root   # --source-root, else pyproject
+    root, out, acc = given or os.getcwd(), [], []
     for o in offenders:
         reason = accepted_site(o.get("site"), o.get("site_line"), o.get("source_class") or "", root,
-                               search=rules.source_root is not None)   # the current folder: no walk through it
+                               search=given is not None)   # the current folder: no walk through it
         (acc if reason else out).append({**o, "accepted": reason} if reason else o)
     return out, acc
 
