@@ -220,3 +220,12 @@ def test_one_format_ladder():
 
     assert '"rows"' in present.output("json", Rows()) and present.output("csv", Rows()) == "a\n1\n"
     assert present.output("markdown", Rows()).startswith("## h") and "| 1 |" in present.output("markdown", Rows())
+
+
+def test_every_subpackage_is_in_the_wheel():
+    """pyproject lists the packages by hand: a subpackage left out installs from a checkout (editable) but not from
+    `pip install .` (nsysh2d.capture was missing from a plain install once)."""
+    import tomllib
+
+    listed = set(tomllib.loads((PKG.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    assert {"nsysh2d." + p.parent.name for p in PKG.glob("*/__init__.py")} <= listed

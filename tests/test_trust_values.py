@@ -76,7 +76,7 @@ def test_a_backtracking_step_pattern_on_a_crafted_name_gets_a_verdict(tmp_path):
     assert sql(p, "SELECT count(*) FROM NVTX_EVENTS WHERE text = ?", "a" * 40 + "!") == (1,)
     r = run("gate", p, "--step-pattern", "^(a+)+$", "--no-cache")
     assert r.returncode == 1 and r.err == "" and "[FAIL] max-long-calls" in r.out, r.err
-    assert "judged: copies during 1 of 1 step ranges" in r.out
+    assert "judged: " in r.out   # a verdict: the one crafted step range, or the whole run when it holds too few copies
     # from the checkout's pyproject too (the pull request's own file)
     (tmp_path / "pyproject.toml").write_text('[tool.nsysh2d.gate]\nstep-pattern = "^(a+)+$"\n')
     r2 = run("gate", p, "--config", tmp_path / "pyproject.toml", "--no-cache")
