@@ -51,8 +51,11 @@ WITH cp AS (
     SELECT DISTINCT c.global_tid, split_part(pn.site, ' > ', 1) AS fn
     FROM calls_k c JOIN py_site_names pn ON pn.py_site_id = c.py_site_id
 ), al1 AS (
+    -- the hook names a repo-relative file, a Kineto frame the one torch wrote (`steady_loop.py`) when the file
+    -- is not found under the source root: the same function when one path ends with the other
     SELECT a.*, EXISTS (SELECT 1 FROM copy_functions f WHERE f.global_tid = a.global_tid
-                                                    AND f.fn = split_part(a.fn_site, ' > ', 1)) AS in_copy_function
+                        AND (f.fn = split_part(a.fn_site, ' > ', 1)
+                             OR suffix(f.fn, '/' || split_part(a.fn_site, ' > ', 1)))) AS in_copy_function
     FROM al0 a
 ), al AS (
     SELECT CASE WHEN copies_in_flight THEN 'host_allocation' ELSE 'new_host_allocation' END AS cause,
