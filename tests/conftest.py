@@ -34,7 +34,7 @@ SLOW_FILES = {"test_cluster.py", "test_html.py", "test_properties.py", "test_run
               # real-trace equality with plain SQL per call (queued launches, the full backlog of every call)
               "test_h100_probes.py", "test_lazy_backlog.py",
               # torch and the hook; the H100 captures of issue 58 unpacked and analyzed several ways
-              "test_site_hook.py", "test_h100_sites.py",
+              "test_site_hook.py", "test_h100_sites.py", "test_h100_steady.py",
               # hostile values through the CLI, one subprocess per case under a memory limit (issue 54)
               "test_trust_values.py",
               # benchmarks/lint_vllm.py end to end (a stand-in linter and the parse floor as subprocesses)

@@ -7,7 +7,8 @@
 -- on a thread that made copy calls, two causes, each only with its evidence:
 --   'host_allocation': a copy of its process was in flight during it (issued before the allocation ended, its
 --     GPU copy not yet done when it started) and it is inside an NVTX range that holds one of its thread's copy
---     calls (the innermost range of both), or anywhere on the thread when the thread has no NVTX ranges;
+--     calls (the innermost range of both), or in a function that made copy calls, or anywhere on the thread when
+--     the thread has no NVTX ranges;
 --   'new_host_allocation': no copy in flight, but on the copy path after the process's first copy call: inside
 --     such a range, or in a function that made copy calls (the Python function of its site: Kineto's frames).
 -- A one-time allocation at init, before any copy, is neither. Each comes with its call site where the trace
@@ -49,15 +50,22 @@ WITH cp AS (
 ), copy_functions AS (
     SELECT DISTINCT c.global_tid, split_part(pn.site, ' > ', 1) AS fn
     FROM calls_k c JOIN py_site_names pn ON pn.py_site_id = c.py_site_id
+), al1 AS (
+    -- the hook names a repo-relative file, a Kineto frame the one torch wrote (`steady_loop.py`) when the file
+    -- is not found under the source root: the same function when one path ends with the other
+    SELECT a.*, EXISTS (SELECT 1 FROM copy_functions f WHERE f.global_tid = a.global_tid
+                        AND (f.fn = split_part(a.fn_site, ' > ', 1)
+                             OR suffix(f.fn, '/' || split_part(a.fn_site, ' > ', 1)))) AS in_copy_function
+    FROM al0 a
 ), al AS (
     SELECT CASE WHEN copies_in_flight THEN 'host_allocation' ELSE 'new_host_allocation' END AS cause,
            api_end - api_start AS host_ns, NULL::BIGINT AS backlog_ns, NULL::BIGINT AS wait_ns,
            NULL::BIGINT AS queued_ahead, api, nvtx_range, site, api_start
-    FROM al0 a
-    WHERE (copies_in_flight AND (in_copy_range OR (nvtx_id IS NULL AND global_tid NOT IN (SELECT global_tid FROM nvtx_tree))))
-       OR (NOT copies_in_flight AND after_first_copy
-           AND (in_copy_range OR EXISTS (SELECT 1 FROM copy_functions f WHERE f.global_tid = a.global_tid
-                                                                     AND f.fn = split_part(a.fn_site, ' > ', 1))))
+    FROM al1 a
+    -- in a copy function too: the copy hook's ranges hold only the copy, not the .pin_memory() before it
+    WHERE (copies_in_flight AND (in_copy_range OR in_copy_function
+                                 OR (nvtx_id IS NULL AND global_tid NOT IN (SELECT global_tid FROM nvtx_tree))))
+       OR (NOT copies_in_flight AND after_first_copy AND (in_copy_range OR in_copy_function))
 ), every AS (
     SELECT * FROM cp UNION ALL SELECT * FROM al
 )
