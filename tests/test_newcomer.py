@@ -260,6 +260,16 @@ def test_a_report_input_names_the_nsys_that_captured_it_and_the_one_that_exporte
     assert doc["nsys_version"] == "2020.3.1.72" and doc["exported_with"] == exporter
     text = run_cli("analyze", rep, env=env).stdout
     assert f"(nsys 2020.3.1.72, exported with {exporter}, schema" in text
+    # a header that names no build (an older layout): the capturing nsys is unknown, never shown as the exporter
+    rep.write_bytes(b"QDREP some older header\n" + b"\0" * 64)
+    seal(export)
+    unknown = tmp_path / "cache" / "exports" / f"{file_key(str(rep))}.sqlite"
+    if unknown != export:
+        shutil.copy(export, unknown)
+        seal(unknown)
+    doc = json.loads(run_cli("analyze", rep, "--format", "json", env=env).stdout)["reports"][0]
+    assert doc["nsys_version"] is None and doc["exported_with"] == exporter
+    assert f"(nsys ?, exported with {exporter}, schema" in run_cli("analyze", rep, env=env).stdout
     # an export passed directly keeps the exporting version and no exported_with key (outputs as before)
     direct = json.loads(run_cli("analyze", H200 / "qwen3vl-before.sqlite", "--format", "json", env=env).stdout)
     assert direct["reports"][0]["nsys_version"] == exporter and "exported_with" not in direct["reports"][0]

@@ -90,9 +90,9 @@ class Trace:
             raise NsysH2DError(str(e).replace(path, f"{source} ({how} to {path})", 1), e.exit_code) from None
         if note:
             tr.warnings.insert(0, note)
-        if build:
+        if source.endswith((".nsys-rep", ".qdrep")):   # the export names only the nsys that exported it
             tr.meta["exported_with"] = tr.meta.get("nsys_version")
-            tr.meta["nsys_version"] = build
+            tr.meta["nsys_version"] = build   # None: a header naming no build we can read ("nsys ?", never the exporter)
         tr.own_export = own_export
         return tr
 
