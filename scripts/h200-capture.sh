@@ -4,7 +4,7 @@
 # No stage reads tests/data. A checkout sent to a lent GPU host may be capped in size (64 MiB here), and the
 # committed traces come near it: move tests/data/h200/qwen3vl-*.sqlite aside for that call.
 # usage: scripts/h200-capture.sh STAGE...   stages: env sweep-host sweep-trace qwen-host qwen-trace graph api api-pybt queue check train d2h
-#        qwen-variants qwen-uva-trace capture-cost queue-depth bisect causes rewrites two-proc tp
+#        qwen-variants qwen-uva-trace capture-cost queue-depth bisect causes rewrites two-proc tp sites-sampled
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$repo/h200-out}
@@ -61,6 +61,12 @@ for stage in "$@"; do
       profile --name api-probe-queue --no-variants --sample none --cudabacktrace none \
         "$work/src/workloads/api_probe.py" -- $apis --kernels 4096 > "$OUT/api-probe-queue.log" 2>&1; echo "rc=$?"; grep -E "api_probe|wrote" "$OUT/api-probe-queue.log"
       "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/api-probe-queue.sqlite" "$OUT/api-probe-queue.sqlite" ;;
+    sites-sampled)  # issue 58: qwen3vl (QWEN_VARIANTS, default before after) with the copy hook AND Python/CUDA
+      # backtraces in one run each (~165 s a variant on an H100), as tests/data/h100/sites/ holds for before
+      for v in ${QWEN_VARIANTS:-before after}; do
+        profile --python-backtrace --no-variants --name qwen3vl-$v-sampled "$work/src/workloads/qwen3vl.py" -- --variant $v \
+          > "$OUT/qwen3vl-$v-sampled.log" 2>&1; echo "rc=$?"
+        "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/qwen3vl-$v-sampled.sqlite" "$OUT/qwen3vl-$v-sampled.sqlite"; done ;;
     check)  # the runtime checker: its verdicts vs host timers, then one qwen3vl run under it and nsys at once
       clean "$PY" "$work/src/workloads/runtime_check_probe.py" --json "$OUT/runtime-check.json" | tee "$OUT/runtime-check.txt"
       profile --python-backtrace --no-variants --name qwen3vl-check -- "$PY" -m nsysh2d.cli check --format json \
