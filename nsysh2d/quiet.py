@@ -7,9 +7,18 @@ import os
 import click
 
 
-def _set_quiet(_ctx, _param, value) -> None:
+def _set_quiet(ctx, _param, value) -> None:
     if value:   # read where progress and notes are written (run.py, kineto.py, profile): subprocesses inherit it
+        before = os.environ.get("NSYSH2D_QUIET")
         os.environ["NSYSH2D_QUIET"] = "1"
+        ctx.call_on_close(lambda: _restore(before))   # an in-process caller's later commands are not quiet
+
+
+def _restore(before: str | None) -> None:
+    if before is None:
+        os.environ.pop("NSYSH2D_QUIET", None)
+    else:
+        os.environ["NSYSH2D_QUIET"] = before
 
 
 quiet_option = click.option("-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet,

@@ -306,3 +306,16 @@ def test_cheap_default_capture_finds_the_same_blocking_copies_as_the_sampled_one
     assert fixes["cost-none"] and all("classed by memory kind alone" in f and "strided view of pinned memory" in f
                                       for f in fixes["cost-none"])
     assert not any("classed by memory kind alone" in f for f in fixes["cost-default"])
+
+
+def test_quiet_and_source_root_do_not_outlive_their_command(cli, tmp_path, monkeypatch):
+    """-q and --source-root work through the environment (subprocesses inherit them); an in-process caller's next
+    command (the API, a test suite) must not stay quiet or keep the other folder (a leak made later tests flaky)."""
+    import os
+
+    monkeypatch.delenv("NSYSH2D_QUIET", raising=False)
+    monkeypatch.delenv("NSYSH2D_SOURCE_ROOT", raising=False)
+    for args in (["-q", "analyze"], ["analyze", "-q"], ["analyze", "--source-root", str(tmp_path)]):
+        r = cli(*args, H200 / "api-probe.sqlite", "--no-cache")
+        assert r.exit_code == 0, r.output
+        assert "NSYSH2D_QUIET" not in os.environ and "NSYSH2D_SOURCE_ROOT" not in os.environ, args
