@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .quiet import quiet_option
+from .quiet import env_for_command, quiet_option
 
 
 class QuietGroup(click.Group):
@@ -25,17 +25,8 @@ def _source_root(ctx, _param, value):
     if value:
         if not os.path.isdir(value):
             raise click.BadParameter(f"{value!r} is not a folder")
-        before = os.environ.get("NSYSH2D_SOURCE_ROOT")
-        os.environ["NSYSH2D_SOURCE_ROOT"] = os.path.realpath(value)
-        ctx.call_on_close(lambda: _restore("NSYSH2D_SOURCE_ROOT", before))   # in-process callers (tests, API) see no leak
+        env_for_command(ctx, "NSYSH2D_SOURCE_ROOT", os.path.realpath(value))   # no leak into in-process callers
     return value
-
-
-def _restore(name: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(name, None)
-    else:
-        os.environ[name] = value
 
 
 source_root_option = click.option(

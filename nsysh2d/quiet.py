@@ -7,18 +7,24 @@ import os
 import click
 
 
+def env_for_command(ctx, name: str, value: str) -> None:
+    """Set an environment variable for the command `ctx` runs (subprocesses inherit it) and put the old value back
+    when it ends: an in-process caller's (the API, a test suite) later commands do not inherit it."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+
+    def restore() -> None:
+        if before is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before
+
+    ctx.call_on_close(restore)
+
+
 def _set_quiet(ctx, _param, value) -> None:
-    if value:   # read where progress and notes are written (run.py, kineto.py, profile): subprocesses inherit it
-        before = os.environ.get("NSYSH2D_QUIET")
-        os.environ["NSYSH2D_QUIET"] = "1"
-        ctx.call_on_close(lambda: _restore(before))   # an in-process caller's later commands are not quiet
-
-
-def _restore(before: str | None) -> None:
-    if before is None:
-        os.environ.pop("NSYSH2D_QUIET", None)
-    else:
-        os.environ["NSYSH2D_QUIET"] = before
+    if value:   # read where progress and notes are written (run.py, kineto.py, profile)
+        env_for_command(ctx, "NSYSH2D_QUIET", "1")
 
 
 quiet_option = click.option("-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet,
