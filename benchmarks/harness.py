@@ -149,7 +149,7 @@ def startup(tool: list[str], reps: int) -> None:
     py = [sys.executable, "-c"]
     bare = measure(py + ["pass"], reps)
     cli = measure(py + ["import nsysh2d.cli"], reps)
-    heavy = subprocess.run(py + ["import sys, nsysh2d.cli, nsysh2d.cli_check; "
+    heavy = subprocess.run(py + ["import sys, nsysh2d.cli, nsysh2d.cli.check; "
                                 "print(','.join(m for m in ('duckdb', 'polars', 'pyarrow') if m in sys.modules) or 'none')"],
                            capture_output=True, text=True).stdout.strip()
     print(f"start-up: python {bare[0]:.3f} s; `import nsysh2d.cli` {cli[0]:.3f} s ({cli[1]} MB; analysis libraries "

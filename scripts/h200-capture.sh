@@ -148,7 +148,7 @@ for stage in "$@"; do
       profile --name two-proc --no-variants --sample none --cudabacktrace none -- bash -c "$(pair nsys)" \
         > "$OUT/two-proc-trace.log" 2>&1; echo "rc=$?"; grep -E "wrote|steps" "$OUT/two-proc-trace.log" | tail -6
       "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/two-proc.sqlite" "$OUT/two-proc.sqlite"
-      k="$PY -m nsysh2d.torch_profile -o $work/out/two-proc"
+      k="$PY -m nsysh2d.capture.torch_profile -o $work/out/two-proc"
       clean bash -c "$k-before.pt.trace.json.gz $tl --variant before $a --json $work/out/two-kineto-before.json & \
         $k-after.pt.trace.json.gz $tl --variant after $a --json $work/out/two-kineto-after.json & wait" > "$OUT/two-proc-kineto.log" 2>&1
       echo "rc=$?"; tail -3 "$OUT/two-proc-kineto.log"
@@ -165,7 +165,7 @@ for stage in "$@"; do
           --json-dir "$work/out/tp-nsys" > "$OUT/tp-$v-trace.log" 2>&1; echo "rc=$?"; grep -E "tp_pair|wrote" "$OUT/tp-$v-trace.log"
         "$PY" "$repo/.devkit/tools/scrub-trace.py" "$work/out/tp-$v.sqlite" "$OUT/tp-$v.sqlite"
         clean "$PY" "$tp" --variant $v $a --json-dir "$work/out/tp-kineto" \
-          --wrap "$PY -m nsysh2d.torch_profile -o $work/out/tp-$v-rank{rank}.pt.trace.json.gz" > "$OUT/tp-$v-kineto.log" 2>&1
+          --wrap "$PY -m nsysh2d.capture.torch_profile -o $work/out/tp-$v-rank{rank}.pt.trace.json.gz" > "$OUT/tp-$v-kineto.log" 2>&1
         echo "rc=$?"; grep tp_pair "$OUT/tp-$v-kineto.log"
       done
       cp -r "$work/out"/tp-host "$work/out"/tp-nsys "$work/out"/tp-kineto "$work/out"/tp-*.pt.trace.json.gz "$OUT/" ;;

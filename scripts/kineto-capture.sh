@@ -12,7 +12,7 @@ rm -rf "$work/src" && mkdir -p "$work/src" "$work/out"
 cp -r "$repo/nsysh2d" "$repo/workloads" "$work/src/"
 clean() { (cd "$work" && env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8 \
   LD_LIBRARY_PATH=/usr/local/nvidia/lib64 PYTHONPATH="$work/src" PYTHONUNBUFFERED=1 "$@"); }
-kineto() { name=$1; shift; clean "$PY" -m nsysh2d.torch_profile -o "$work/out/$name.pt.trace.json.gz" "$@";
+kineto() { name=$1; shift; clean "$PY" -m nsysh2d.capture.torch_profile -o "$work/out/$name.pt.trace.json.gz" "$@";
   "$PY" "$repo/scripts/scrub-kineto.py" "$work/out/$name.pt.trace.json.gz" "$OUT/$name.pt.trace.json.gz"; }
 for stage in "$@"; do
   echo "=== $stage $(date -u +%H:%M:%S)"

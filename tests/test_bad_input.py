@@ -135,7 +135,7 @@ def test_missing_required_column(cli, tmp_path):
 
 
 def test_nsys_rep_without_nsys(cli, tmp_path, monkeypatch):
-    from nsysh2d import nsys as nsysmod
+    from nsysh2d.capture import nsys as nsysmod
 
     monkeypatch.setattr(nsysmod, "NSYS_GLOBS", ())  # hide any nsys installed in the usual folders
     p = tmp_path / "r.nsys-rep"

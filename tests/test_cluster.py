@@ -186,7 +186,7 @@ def test_unreachable_scheduler_and_missing_dask():
 # ------------------------------------------------------------------ the nsys recipe, through the real nsys CLI
 @pytest.fixture
 def real_nsys():
-    from nsysh2d import nsys as nsysmod
+    from nsysh2d.capture import nsys as nsysmod
 
     try:
         return nsysmod.find_nsys()
@@ -198,7 +198,7 @@ def real_nsys():
 
 @pytest.mark.parametrize("mode", ["none", "concurrent", "dask-futures"])
 def test_nsys_recipe_runs_the_same_analysis(real_nsys, tmp_path, mode):
-    from nsysh2d.recipe_runner import recipe_runner_gap
+    from nsysh2d.capture.recipe_runner import recipe_runner_gap
 
     folder = run_cli("recipe-path").stdout.strip()
     assert (Path(folder) / "nsysh2d_h2d" / "metadata.json").is_file()

@@ -279,7 +279,7 @@ def test_check_reports_what_it_saw_when_the_script_raises(tmp_path):
     assert [(c["site_line"], c["source_class"]) for c in seen["copies"]] == [(f"{tmp_path.name}/crash.py:6", "pageable")]
     assert r.stderr.startswith("Traceback (most recent call last):")
     assert f'File "{script}", line 7, in load' in r.stderr and "ValueError: no GPU here" in r.stderr
-    assert "runpy" not in r.stderr and "nsysh2d/runtime.py" not in r.stderr and "internal error" not in r.stderr
+    assert "runpy" not in r.stderr and "nsysh2d/checker/runtime.py" not in r.stderr and "internal error" not in r.stderr
     assert r.stderr.rstrip().splitlines()[-1] == f"nsysh2d: error: {script} raised ValueError (its traceback above); " \
                                                  "the report shows the copies seen before it"
 

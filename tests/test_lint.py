@@ -570,7 +570,7 @@ def test_three_layers_agree_on_the_qwen3vl_workload(tmp_path):
     the checker's flagged classes per function = lint's findings per function of the before code path."""
     from conftest import H200
     from nsysh2d.analyses.options import Options
-    from nsysh2d.run import analyze_one
+    from nsysh2d.runner.run import analyze_one
 
     f = tmp_path / "qwen3vl_inputs.py"
     f.write_text(variant_source("before"))
@@ -621,7 +621,7 @@ def test_gate_accepts_sites_marked_in_source(tmp_path, cli):
 
 def test_gate_reads_no_file_outside_the_source_root(tmp_path):
     """A trace's site names are untrusted: one that climbs out of the source root is not read."""
-    from nsysh2d.allowlist import accepted_site
+    from nsysh2d.rules.allowlist import accepted_site
 
     (tmp_path / "out.py").write_text("x.to(d, non_blocking=True)  # gpu-sync-ok: outside\n")
     root = tmp_path / "root"

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from conftest import ROOT, SWEEP_TRACES, run_cli
-from nsysh2d import nsys as nsysmod
+from nsysh2d.capture import nsys as nsysmod
 from nsysh2d.errors import NsysH2DError
 
 FAKE_NSYS = r'''#!{python}
@@ -222,7 +222,7 @@ def test_profiling_path_imports_no_analysis_stack(tmp_path, fake_nsys, args):
     code = textwrap.dedent(f"""
         import sys
         from nsysh2d.cli import main
-        import nsysh2d.torch_profile
+        import nsysh2d.capture.torch_profile
         try:
             main(["profile", "--dry-run", *{args!r}])
         except SystemExit:
@@ -298,12 +298,12 @@ def test_torch_profile_refuses_an_unwritable_trace_folder_before_the_workload_ru
     script.write_text(f"open({str(marker)!r}, 'w').close()\n")
     blocker = tmp_path / "file"
     blocker.write_text("")
-    r = subprocess.run([sys.executable, "-m", "nsysh2d.torch_profile", "-o", str(blocker / "t.pt.trace.json"),
+    r = subprocess.run([sys.executable, "-m", "nsysh2d.capture.torch_profile", "-o", str(blocker / "t.pt.trace.json"),
                         str(script)], capture_output=True, text=True)
     assert r.returncode == 6 and not marker.exists()
     assert len(r.stderr.strip().splitlines()) == 1 and "cannot write the trace there" in r.stderr
     pytest.importorskip("torch")
     out = tmp_path / "new" / "deeper" / "t.pt.trace.json"
-    r = subprocess.run([sys.executable, "-m", "nsysh2d.torch_profile", "-o", str(out), str(script)],
+    r = subprocess.run([sys.executable, "-m", "nsysh2d.capture.torch_profile", "-o", str(out), str(script)],
                        capture_output=True, text=True)
     assert r.returncode == 0 and marker.exists() and json.loads(out.read_text())["traceEvents"] is not None

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from conftest import listing, run_cli
-from nsysh2d import nsys as nsysmod
+from nsysh2d.capture import nsys as nsysmod
 
 
 @pytest.fixture

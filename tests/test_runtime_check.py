@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import torch
 
-from nsysh2d import runtime
-from nsysh2d.runtime import Checker, source_class
+from nsysh2d.checker import runtime
+from nsysh2d.checker.runtime import Checker, source_class
 
 
 @pytest.fixture
@@ -144,7 +144,7 @@ def test_check_runs_python_script_and_python_m_forms(tmp_path):
 
 def test_the_checker_needs_only_torch():
     """It runs where the workload runs (a GPU box with torch): no DuckDB, polars or pyarrow imported."""
-    code = ("import sys, nsysh2d.runtime, nsysh2d.pytest_plugin, nsysh2d.cli_check\n"
+    code = ("import sys, nsysh2d.checker.runtime, nsysh2d.checker.pytest_plugin, nsysh2d.cli.check\n"
             "print(sorted(m for m in ('duckdb', 'polars', 'pyarrow') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr

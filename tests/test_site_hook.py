@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from conftest import DATA, edited_copy
-from nsysh2d import runtime, sites
+from nsysh2d.checker import runtime
+from nsysh2d.rules import sites
 from nsysh2d.capture import site_hook
 from nsysh2d.capture.copy_class import FileMaps
 

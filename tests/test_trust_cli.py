@@ -141,12 +141,12 @@ def test_ctrl_c_inside_a_query_is_exit_130_and_writes_nothing(cli, tmp_path, mon
     """DuckDB turns SIGINT into InterruptException ('Query interrupted'): that is Ctrl-C, not a bug."""
     import duckdb
 
-    import nsysh2d.run
+    import nsysh2d.runner.run
 
     def interrupted(*a, **k):
         raise duckdb.InterruptException("INTERRUPT Error: Interrupted!")
 
-    monkeypatch.setattr(nsysh2d.run, "analyze_many", interrupted)
+    monkeypatch.setattr(nsysh2d.runner.run, "analyze_many", interrupted)
     out = tmp_path / "r.json"
     with pytest.raises(SystemExit) as e:
         from nsysh2d.cli import main

@@ -49,7 +49,7 @@ def main() -> int:
         print("needs a CUDA GPU", file=sys.stderr)
         return 2
     try:
-        from nsysh2d.runtime import Checker
+        from nsysh2d.checker.runtime import Checker
     except ImportError:
         Checker = None
     cycles = int(args.backlog_ms * 1000 * sleep_cycles_per_us(torch))

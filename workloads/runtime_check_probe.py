@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Does what the runtime checker flags really block? (issue 18) On a GPU: each layout of an 8 MiB copy with
 non_blocking=True, behind --backlog-ms of queued `torch.cuda._sleep`, timed on the host while the checker
-(nsysh2d.runtime.Checker) watches. Prints a Markdown table: the checker's class and verdict next to the
+(nsysh2d.checker.runtime.Checker) watches. Prints a Markdown table: the checker's class and verdict next to the
 measured host time, and whether the two agree (flagged ⇔ the call lasted at least half the backlog;
 not flagged ⇔ it returned in < 0.5 ms).
 
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
     import numpy as np
     import torch
 
-    from nsysh2d.runtime import Checker
+    from nsysh2d.checker.runtime import Checker
 
     if not torch.cuda.is_available():
         print("runtime_check_probe: no CUDA device", file=sys.stderr)

@@ -14,7 +14,7 @@ state (NCCL on GPUs). The host runs up to two steps ahead of the GPU (an event p
 rank 0's part, and their next copies are queued behind those collectives.
 
 Run it as the launcher (`tp_pair.py --world 2 ...` starts one process per rank, each `--rank r`; nsys follows them
-into one report) or wrap each rank (`--wrap "python -m nsysh2d.torch_profile -o DIR/tp-rank{rank}.pt.trace.json.gz"`:
+into one report) or wrap each rank (`--wrap "python -m nsysh2d.capture.torch_profile -o DIR/tp-rank{rank}.pt.trace.json.gz"`:
 one torch.profiler file per rank). NVTX: `warmup N`, `step N`, and inside a step `inputs` and `layers`. Host timers:
 each rank writes DIR/tp-VARIANT-rankR.json (--json-dir) with the host time of each step's input copies.
 With no GPU (--device cpu, gloo) it runs the same steps on the CPU: the CI's smoke test.

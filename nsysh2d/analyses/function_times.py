@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from ..sites import is_library, resolve
+from ..rules.sites import is_library, resolve
 
 PY_FRAME = re.compile(r"(.+)\((\d+)\): (.+)")
 MAX_FUNCTIONS = 30

@@ -18,7 +18,7 @@ import os
 import runpy
 import sys
 
-from ..sites import hook_range_name, is_library, site_names
+from ..rules.sites import hook_range_name, is_library, site_names
 from .copy_class import FileMaps, contiguous_strides, dense, source_class
 
 _TORCH = os.sep + "torch" + os.sep

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from ..fixes import FIXES, FIXES_CUDA, FIXES_CUDA_D2H, FIXES_D2H
-from ..sites import is_library, kineto_site_names, parse_hook_range, site_names
+from ..rules.fixes import FIXES, FIXES_CUDA, FIXES_CUDA_D2H, FIXES_D2H
+from ..rules.sites import is_library, kineto_site_names, parse_hook_range, site_names
 from ..source import sql
 
 CUDA_INTERNAL = re.compile(r"libcupti|libcuda\.so|libcudart|libnvidia|libnvToolsExt|libnvtx", re.I)

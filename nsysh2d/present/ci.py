@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from ..sites import KINETO_DEF
+from ..rules.sites import KINETO_DEF
 from . import safe
 
 

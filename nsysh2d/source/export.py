@@ -10,7 +10,7 @@ import tempfile
 
 from ..cache import cache_dir, cache_root, check_private, file_key, seal, sealed
 from ..errors import EXIT_EXPORT_FAILED, EXIT_NSYS_MISSING, BadInput, NsysH2DError
-from ..nsys import export_command, find_nsys
+from ..capture.nsys import export_command, find_nsys
 from . import schema
 
 

@@ -12,8 +12,8 @@ import fnmatch
 import os
 from dataclasses import asdict, dataclass, field
 
-from ..allowlist import accepted, comments, mark, unknown_rules
-from ..fixes import RULES
+from ..rules.allowlist import accepted, comments, mark, unknown_rules
+from ..rules.fixes import RULES
 from ..cpus import usable_cpus
 from .flow import Hit
 from .passes import copies, run_passes

@@ -2,7 +2,7 @@
 
     NSYS_RECIPE_PATH=$(nsysh2d recipe-path) nsys recipe nsysh2d_h2d --input a.sqlite b.nsys-rep [--mode ...]
 
-The mapped function is nsysh2d.cluster.task, from the installed package: the processes of --mode concurrent and
+The mapped function is nsysh2d.runner.cluster.task, from the installed package: the processes of --mode concurrent and
 the Dask workers of --mode dask-futures import it by name (they do not see this folder). Reports travel as paths.
 """
 import glob
@@ -31,7 +31,7 @@ class NsysH2D(recipe.Recipe):
         super().run(context)
         from nsysh2d.analyses.options import REPORT_GROUPS, Options
         from nsysh2d.analyses.h2d_blocking import Report
-        from nsysh2d.cluster import task
+        from nsysh2d.runner.cluster import task
         from nsysh2d.present import AnalyzeView, output
         from nsysh2d.present.safe import log_lines, terminal
         from nsysh2d.units import parse_duration

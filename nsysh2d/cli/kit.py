@@ -7,10 +7,10 @@ import sys
 
 import click
 
-from .analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
-from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
-from .present.safe import log_lines, terminal   # what reaches a terminal or a CI log (docs/security.md)
-from .cli_options import QuietGroup, source_root_option, steady_after_option
+from ..analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
+from ..errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
+from ..present.safe import log_lines, terminal   # what reaches a terminal or a CI log (docs/security.md)
+from .options import QuietGroup, source_root_option, steady_after_option
 from .quiet import note, quiet_option  # noqa: F401 (the CLI's options, kept with the rest)
 
 FORMATS = ["table", "json", "csv", "markdown"]
@@ -122,7 +122,7 @@ class Group(QuietGroup):
             if _is_interrupt(e):
                 fail("interrupted", 130)
             if type(e).__name__ == "OutOfMemoryException":
-                from .source.connection import memory_limit
+                from ..source.connection import memory_limit
                 fail(f"out of memory (DuckDB limit {memory_limit()}; raise it with NSYSH2D_MEMORY_LIMIT=4GB "
                       "or use fewer threads with NSYSH2D_THREADS=2)", EXIT_INTERNAL)
             fail(f"internal error: {type(e).__name__}: {e} (set NSYSH2D_DEBUG=1 for a traceback and "
@@ -145,9 +145,9 @@ def show_version(ctx, _param, value) -> None:
     import subprocess
     from importlib.metadata import PackageNotFoundError, version
 
-    from . import __version__
-    from .errors import NsysH2DError
-    from .nsys import find_nsys
+    from .. import __version__
+    from ..errors import NsysH2DError
+    from ..capture.nsys import find_nsys
 
     def pkg(name):
         try:
@@ -164,7 +164,7 @@ def show_version(ctx, _param, value) -> None:
         nsys = f"{terminal(exe)} ({terminal(out.splitlines()[-1] if out else '?')})"
     except NsysH2DError:
         nsys = "not found (needed by profile and for .nsys-rep inputs; $NSYS or --nsys name one)"
-    from .source.ingest import compiled_reader
+    from ..source.ingest import compiled_reader
 
     ints = compiled_reader()
     reader = (f"compiled (SQLite {ints.sqlite_version})" if ints else
@@ -175,7 +175,7 @@ def show_version(ctx, _param, value) -> None:
 
 
 def duration(ctx, param, value):
-    from .units import parse_duration
+    from ..units import parse_duration
 
     try:
         return parse_duration(value) if value is not None else None
@@ -189,7 +189,7 @@ def emit(text: str, output: str | None = None, commands: bool = False) -> None:
     if not commands:
         text = log_lines(text)
     if output:
-        from .cache import write_output
+        from ..cache import write_output
 
         write_output(output, text)
     else:

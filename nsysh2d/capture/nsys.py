@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .workload import workload_variants
-from .errors import (
+from ..errors import (
     EXIT_BAD_INPUT,
     EXIT_EXPORT_FAILED,
     EXIT_NSYS_MISSING,

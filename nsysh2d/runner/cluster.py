@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import time
 
-from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
+from ..errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
 
 NO_WORKER_S = float(os.environ.get("NSYSH2D_NO_WORKER_TIMEOUT", "60"))
 
@@ -50,7 +50,7 @@ def connect(scheduler: str, workers: int | None = None):
 
     distributed = _distributed()
     if scheduler == "local":
-        from .cpus import MAX_THREADS, analysis_threads, usable_cpus
+        from ..cpus import MAX_THREADS, analysis_threads, usable_cpus
 
         n = workers or min(usable_cpus(), MAX_THREADS)
         # Each worker process's analysis takes its share of this machine's CPUs (cpus.py), not all of them.
@@ -88,7 +88,7 @@ class Dask:
         distributed = _distributed()
         client, cluster = connect(self.scheduler, self.workers)
         try:
-            from .sites import source_root
+            from ..rules.sites import source_root
             futures = client.map(task, paths, *[[a] * len(paths) for a in args], pure=False, retries=2,
                                  source_root=source_root())
             index = {f.key: i for i, f in enumerate(futures)}

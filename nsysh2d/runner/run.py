@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .errors import NsysH2DError
+from ..errors import NsysH2DError
 
 
 def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, nsys: str | None = None,
@@ -14,15 +14,15 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
     """Returns (results in input order, errors as (path, message, exit code)). scheduler: a Dask scheduler
     address or `local` (cluster.py) instead of the local process pool. analysis: an entry of jobs.ANALYSES
     (the Report by default; opts and groups are its options)."""
-    from .analyses.options import REPORT_GROUPS
-    from .source.files import expand_inputs
+    from ..analyses.options import REPORT_GROUPS
+    from ..source.files import expand_inputs
 
     paths = expand_inputs(paths)
     groups = REPORT_GROUPS if groups is None else groups
     results: dict[int, object] = {}
     errors: list[tuple[str, str, int]] = []
     if jobs is None:
-        from .cpus import usable_cpus
+        from ..cpus import usable_cpus
         jobs = usable_cpus()
     jobs = max(1, min(jobs, len(paths)))
     if progress is None:
@@ -74,8 +74,8 @@ def analyze_all(paths: list[str], opts, nsys: str | None = None, use_cache: bool
 def compare_sides(traces: list[str]) -> tuple[list[str], int]:
     """The files `compare` reads, and how many ranks each side holds: 1 for trace files; two folders of N traces
     each are two rank sets, rank i (by name order) against rank i. Anything else with a folder is refused."""
-    from .errors import BadInput
-    from .source.files import expand_inputs
+    from ..errors import BadInput
+    from ..source.files import expand_inputs
 
     if len(traces) < 2:
         raise BadInput("compare needs two traces (before, after) or more (variants)")

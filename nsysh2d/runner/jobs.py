@@ -17,12 +17,12 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from . import __version__
-from .cache import atomic_write, cache_dir, cache_root, check_private, entry_digest, file_key
+from .. import __version__
+from ..cache import atomic_write, cache_dir, cache_root, check_private, entry_digest, file_key
 
 
 def _sql_digest() -> str:
-    from .source.sql import load, names
+    from ..source.sql import load, names
 
     h = hashlib.sha256()
     for n in names():
@@ -32,8 +32,8 @@ def _sql_digest() -> str:
 
 
 def entry_path(path: str, opts, groups, analysis: str = "report") -> str:
-    from .sites import source_root
-    from .source.files import is_sqlite
+    from ..rules.sites import source_root
+    from ..source.files import is_sqlite
 
     # A Kineto trace's sites are resolved against the source root (sites.resolve): part of its entry's key.
     root = None if is_sqlite(path) or path.endswith((".nsys-rep", ".qdrep")) else source_root()
@@ -50,15 +50,15 @@ class Analysis:
 
 
 def _report_from_json(d: dict):
-    from .analyses.h2d_blocking import Report
+    from ..analyses.h2d_blocking import Report
 
     return Report.from_json(d)
 
 
 def _compute(path, opts, groups, nsys, use_cache=True):
-    from .analyses.h2d_blocking import analyze
-    from .model import CopyModel
-    from .source.files import damage_is_bad_input
+    from ..analyses.h2d_blocking import analyze
+    from ..model import CopyModel
+    from ..source.files import damage_is_bad_input
 
     with damage_is_bad_input(path):
         model = CopyModel.open(path, nsys=nsys, use_cache=use_cache)
@@ -69,31 +69,31 @@ def _compute(path, opts, groups, nsys, use_cache=True):
 
 
 def _api_summary(path, _opts, _groups, nsys, use_cache=True):
-    from .analyses.api_summary import api_summary
+    from ..analyses.api_summary import api_summary
 
     return api_summary(path, nsys, use_cache=use_cache)
 
 
 def _threshold(path, _opts, _groups, nsys, use_cache=True):
-    from .analyses.threshold import threshold_report
+    from ..analyses.threshold import threshold_report
 
     return threshold_report(path, nsys, use_cache=use_cache)
 
 
 def _threshold_from_json(d: dict):
-    from .analyses.threshold import ThresholdResult
+    from ..analyses.threshold import ThresholdResult
 
     return ThresholdResult.from_json(d)
 
 
 def _range_times(path, opts, _groups, nsys, use_cache=True):
-    from .analyses.range_times import range_times
+    from ..analyses.range_times import range_times
 
     return range_times(path, nsys, use_cache, opts.step_pattern)
 
 
 def _range_times_from_json(d: dict):
-    from .analyses.range_times import RangeTimes
+    from ..analyses.range_times import RangeTimes
 
     return RangeTimes.from_json(d)
 

@@ -30,7 +30,7 @@ class Processes:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        from . import cpus
+        from .. import cpus
 
         # Each worker's analysis takes its share of the CPUs, not all of them (cpus.py).
         pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"),

@@ -1,6 +1,6 @@
 """Catch blocking host-to-device copies without nsys: a checker that watches PyTorch's copies as they happen.
 
-    from nsysh2d.runtime import Checker
+    from nsysh2d.checker.runtime import Checker
     with Checker() as chk:
         train_one_epoch()
     print(chk.report())          # the same vocabulary as the trace analysis: source_class, site, fix
@@ -30,11 +30,11 @@ import sys
 import traceback
 from dataclasses import asdict, dataclass, field
 
-from .allowlist import accepted_at, accepted_class_at
+from ..rules.allowlist import accepted_at, accepted_class_at
 from .byte_runs import overlap, runs
-from .capture.copy_class import FileMaps, dense, source_class  # noqa: F401  (dense: part of this module's API)
-from .fixes import FIXES, REWRITE
-from .sites import is_library, site_names
+from ..capture.copy_class import FileMaps, dense, source_class  # noqa: F401  (dense: part of this module's API)
+from ..rules.fixes import FIXES, REWRITE
+from ..rules.sites import is_library, site_names
 
 FLAGGED = ("pageable", "pinned_strided", "file_backed")
 # torch outside site-packages (a source build) is not the user's program either; sites.is_library has the rest.
@@ -75,7 +75,7 @@ class Checker:
     devices: tuple[str, ...] = ("cuda",)
     copies: list[Copy] = field(default_factory=list)
     rewrites: list[Rewrite] = field(default_factory=list)
-    accepted_rewrites: list[Rewrite] = field(default_factory=list)   # accepted in source (nsysh2d/allowlist.py)
+    accepted_rewrites: list[Rewrite] = field(default_factory=list)   # accepted in source (nsysh2d/rules/allowlist.py)
     # pinned sources whose copy may still be in flight: (byte runs, event, copy's site, its line)
     _in_flight: list[tuple] = field(default_factory=list, repr=False)
     _event = None   # makes the event recorded behind a pinned copy; tests give one that needs no GPU
@@ -222,7 +222,7 @@ def _pinned(t) -> bool:
 def user_frame() -> tuple:
     """(site, file:line) of the innermost frame of the user's program (not torch, not nsysh2d, no library),
     named as the trace analysis names Python sites (sites.py); and that frame's file and line, whose comment may
-    accept the copy (nsysh2d/allowlist.py)."""
+    accept the copy (nsysh2d/rules/allowlist.py)."""
     for frame in reversed(traceback.extract_stack()):
         path = os.path.abspath(frame.filename)
         if _TORCH in path or is_library(frame.filename):
@@ -237,7 +237,7 @@ def run_script(argv: list[str], devices=("cuda",)) -> tuple[Checker, int]:
     import re
     import runpy
 
-    from .errors import BadInput
+    from ..errors import BadInput
 
     argv = list(argv)
     if argv and re.fullmatch(r"python(\d+(\.\d+)?)?", os.path.basename(argv[0])):

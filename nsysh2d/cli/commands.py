@@ -10,13 +10,13 @@ from pathlib import Path
 
 import click
 
-from .analyses.options import DEFAULT_STEP_PATTERN, GROUPS
-from .cli_check import check   # commands of their own modules: cli.py stays small
-from .cli_lint import lint
-from .cli_summary import api_summary, threshold
-from .cli_tools import cache_clear, recipe_path
-from .cli_options import profile_options, source_root_option, steady_after_option
-from .cli_kit import (Group, calls_option, csv_table_option, direction_option, duration, emit, error_line, exit_code,
+from ..analyses.options import DEFAULT_STEP_PATTERN, GROUPS
+from .check import check   # commands of their own modules: cli.py stays small
+from .lint import lint
+from .summary import api_summary, threshold
+from .tools import cache_clear, recipe_path
+from .options import profile_options, source_root_option, steady_after_option
+from .kit import (Group, calls_option, csv_table_option, direction_option, duration, emit, error_line, exit_code,
                       no_cache_option, report_options, scheduler_option, note, quiet_option, terminal, version_option)
 from .config import scheduler_setting
 
@@ -66,7 +66,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
     If nsys leaves a .qdstrm because it could not find its importer, a QdstrmImporter near the
     nsys binary finishes the job. Prints what it wrote and the command to run next.
     """
-    from .nsys import CaptureOptions, ProfileRequest, profile_targets
+    from ..capture.nsys import CaptureOptions, ProfileRequest, profile_targets
 
     req = ProfileRequest(list(target), output_dir, name, variants, no_variants, nsys_path, importer_lib, python_exe,
                          dry_run, kineto, sites)
@@ -111,9 +111,9 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
     thread beyond), NSYSH2D_TIMING=1 (threads, memory cap, and the wall time, CPU time and peak
     memory of each stage on stderr).
     """
-    from .analyses.options import Options
-    from . import present
-    from .run import analyze_many
+    from ..analyses.options import Options
+    from .. import present
+    from ..runner.run import analyze_many
 
     top = top if top is not None else 500 if fmt.lower() == "html" else 10
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=top, step_pattern=step_pattern,
@@ -148,12 +148,12 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
       nsysh2d compare before.sqlite after.sqlite uva.sqlite     # variants: side by side, then first vs each
       nsysh2d compare before-ranks/ after-ranks/                 # rank sets: rank i against rank i
     """
-    from .analyses.compare import compare as do_compare
-    from .analyses.compare import compare_many, compare_rank_sets
-    from .errors import BadInput
-    from .analyses.options import Options
-    from . import present
-    from .run import analyze_all, compare_sides
+    from ..analyses.compare import compare as do_compare
+    from ..analyses.compare import compare_many, compare_rank_sets
+    from ..errors import BadInput
+    from ..analyses.options import Options
+    from .. import present
+    from ..runner.run import analyze_all, compare_sides
 
     paths, ranks = compare_sides(list(traces))
     if len(paths) > 2 and fmt.lower() == "html":
@@ -235,10 +235,10 @@ def gate(ctx, reports, junit_path, summary_path, fmt, output, config_path, nsys_
       nsysh2d baseline main.sqlite -o nsysh2d-baseline.json
       nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json --junit gate.xml
     """
-    from .analyses.gate import GateSettings, run_gate
+    from ..analyses.gate import GateSettings, run_gate
     from .config import gate_settings
-    from . import present
-    from .run import analyze_many
+    from .. import present
+    from ..runner.run import analyze_many
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
     given.update(kinds=tuple(given["kinds"]), fail_causes=tuple(given["fail_causes"]),
@@ -281,10 +281,10 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
       nsysh2d baseline main.sqlite -o nsysh2d-baseline.json --accept "model-init copies (#123)"
       nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json
     """
-    from .analyses.baseline import baseline_from, in_words
-    from .analyses.options import Options
-    from .present import to_json
-    from .run import analyze_all
+    from ..analyses.baseline import baseline_from, in_words
+    from ..analyses.options import Options
+    from ..present import to_json
+    from ..runner.run import analyze_all
 
     opts = Options(min_ns=min_duration, direction=direction.lower(), step_pattern=step_pattern, calls=calls.lower())
     rep, = analyze_all([report], opts, nsys_path, not no_cache, scheduler_setting(scheduler))
@@ -292,7 +292,4 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
     click.echo(f"wrote {terminal(output)}: {in_words(rep)}")
     return 0
 
-
-if __name__ == "__main__":
-    main()
 

@@ -68,7 +68,7 @@ SYNC_BUILD = ("the host data is copied from pageable memory and the call waits f
 
 # The one rule set of `nsysh2d lint`, the runtime checker and the gate: code -> (name, source class, level, fix).
 # A site accepted in source (`# nsysh2d: ok[<code or name or class>] <reason>`) is accepted by all three
-# (nsysh2d/allowlist.py). The classes are analyze's; H2D003's copy is pinned, its cost the host allocation.
+# (nsysh2d/rules/allowlist.py). The classes are analyze's; H2D003's copy is pinned, its cost the host allocation.
 RULES = {
     "H2D000": ("suppression-without-reason", "", "error",
                "say why: `# nsysh2d: ok[RULE] <reason>` (a suppression without a reason does not suppress)"),

@@ -1,6 +1,6 @@
 """Run a Python script under torch.profiler and write a Kineto trace that nsysh2d can read.
 
-For users without nsys: `nsysh2d profile --kineto script.py` (or `python -m nsysh2d.torch_profile -o OUT
+For users without nsys: `nsysh2d profile --kineto script.py` (or `python -m nsysh2d.capture.torch_profile -o OUT
 script.py ARGS`). This module is on the profiling path: it imports torch only (no duckdb, polars or rich).
 
 What the capture holds: CPU ops, the CUDA runtime and driver calls, GPU kernels, copies and memsets, and the
@@ -58,7 +58,7 @@ def capture(script: str, args: list[str], output: str, with_stack: bool = True, 
         activities.append(ProfilerActivity.CUDA)
     _mirror_nvtx(torch)
     if sites:   # each host-to-device copy inside a range naming its call line and class (capture/site_hook.py)
-        from .capture.site_hook import install
+        from .site_hook import install
         install()
     status = 0
     argv = sys.argv
@@ -107,9 +107,9 @@ def capture_runs(runs: list[tuple[str, list[str]]], out, dry_run: bool, echo, si
     process, writing OUT/label.pt.trace.json.gz."""
     import subprocess
 
-    from .errors import EXIT_OUTPUT_UNWRITABLE, EXIT_WORKLOAD_FAILED, NsysH2DError
+    from ..errors import EXIT_OUTPUT_UNWRITABLE, EXIT_WORKLOAD_FAILED, NsysH2DError
 
-    cmds = [(lab, [cmd[0], "-m", "nsysh2d.torch_profile", *([] if sites else ["--no-sites"]), "-o",
+    cmds = [(lab, [cmd[0], "-m", "nsysh2d.capture.torch_profile", *([] if sites else ["--no-sites"]), "-o",
                    str(out / f"{lab}.pt.trace.json.gz"), *cmd[1:]]) for lab, cmd in runs]
     if dry_run:
         for _lab, cmd in cmds:
@@ -139,7 +139,7 @@ def capture_runs(runs: list[tuple[str, list[str]]], out, dry_run: bool, echo, si
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m nsysh2d.torch_profile", description=__doc__,
+    ap = argparse.ArgumentParser(prog="python -m nsysh2d.capture.torch_profile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-o", "--output", required=True, help="trace to write (.json or .json.gz)")
     ap.add_argument("--no-stack", action="store_true", help="no Python frames (smaller; no call sites)")
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(folder, exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as e:
-        from .errors import EXIT_OUTPUT_UNWRITABLE
+        from ..errors import EXIT_OUTPUT_UNWRITABLE
 
         print(f"nsysh2d: error: {folder!r}: cannot write the trace there ({e.strerror})", file=sys.stderr)
         return EXIT_OUTPUT_UNWRITABLE

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from .cli_kit import Command, emit, error_line
+from .kit import Command, emit, error_line
 
 LINT_FORMATS = ["text", "json", "sarif", "github"]
 
@@ -44,11 +44,11 @@ def lint(paths, fmt, output, select, ignore, config_path):
       H2D000 suppression-without-reason
     Accept a site on its line: `# nsysh2d: ok[H2D001] <reason>` (or vLLM's `# gpu-sync-ok: <reason>`).
     """
-    from . import present
+    from .. import present
     from .config import lint_settings
-    from .fixes import RULES
-    from .static import Settings
-    from .static import lint as run_lint
+    from ..rules.fixes import RULES
+    from ..static import Settings
+    from ..static import lint as run_lint
 
     section, conf = lint_settings(Path(config_path) if config_path else None)
     result = run_lint(list(paths) or ["."], Settings.from_config(section, conf, select, ignore))

@@ -8,7 +8,7 @@ import click
 @click.command("cache-clear")
 def cache_clear():
     """Delete what nsysh2d wrote in its cache (results, exports, copies); unmarked folders are not touched."""
-    from .cache import cache_root, clear_cache
+    from ..cache import cache_root, clear_cache
 
     n = clear_cache()
     click.echo(f"removed {n} cached file(s) from {cache_root()}")
@@ -39,31 +39,14 @@ def recipe_path(nsys_path, nsys_shadow):
     \b
       NSYS_RECIPE_PATH=$(nsysh2d recipe-path) $(nsysh2d recipe-path --nsys-shadow) recipe nsysh2d_h2d ...
     """
-    from importlib import resources
+    from ..capture.recipe_runner import recipe_folder
 
-    from .errors import NsysH2DError
-    from .nsys import find_nsys
-    from .recipe_runner import recipe_runner_gap, shadow_install
-    from .quiet import note
-    from .present.safe import terminal
-
-    try:
-        nsys = find_nsys(nsys_path)
-    except NsysH2DError:
-        if nsys_shadow or nsys_path:
-            raise
-        nsys = None
-    gap = recipe_runner_gap(nsys) if nsys else None
-    if nsys_shadow:
-        if gap is None:
-            click.echo(nsys)
-        else:
-            from .cache import cache_dir
-
-            click.echo(shadow_install(nsys, cache_dir("nsys")))
-        return 0
-    click.echo(str(resources.files("nsysh2d") / "recipe"))
+    path, nsys, gap = recipe_folder(nsys_path, nsys_shadow)
+    click.echo(path)
     if gap is not None:
+        from ..present.safe import terminal
+        from .quiet import note
+
         note(f"note: `nsys recipe` of {terminal(nsys)} stops with 'Cannot find ... third_party': its install lacks "
              f"{terminal(str(gap))} (Debian's package leaves it out; it may stay empty). Create it as the install's "
              "owner, or run the recipe with $(nsysh2d recipe-path --nsys-shadow) in place of nsys.", err=True)

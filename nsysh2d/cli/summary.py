@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .cli_kit import FORMATS, REPORT_FORMATS, Command, emit, error_line, no_cache_option, note, scheduler_option, terminal
+from .kit import FORMATS, REPORT_FORMATS, Command, emit, error_line, no_cache_option, note, scheduler_option, terminal
 
 
 @click.command("api-summary", cls=Command)
@@ -26,8 +26,8 @@ def api_summary(reports, fmt, output, nsys_path, jobs, scheduler, no_cache):
       nsysh2d api-summary rank-folder/ -j 4 --format csv -o api.csv
     """
     from .config import scheduler_setting
-    from . import present
-    from .run import analyze_many
+    from .. import present
+    from ..runner.run import analyze_many
 
     done, errors = analyze_many(list(reports), None, (), jobs=jobs, nsys=nsys_path, use_cache=not no_cache,
                                 scheduler=scheduler_setting(scheduler), analysis="api-summary")
@@ -56,9 +56,9 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
       nsysh2d profile --no-variants --sample none --cudabacktrace none workloads/h2d_sweep.py
       nsysh2d threshold nsysh2d-out/h2d_sweep.sqlite --plot threshold.png
     """
-    from . import present
-    from .present.plots import save_threshold_plot
-    from .run import analyze_one
+    from .. import present
+    from ..present.plots import save_threshold_plot
+    from ..runner.run import analyze_one
 
     result = analyze_one(sweep, None, nsys_path, analysis="threshold")
     if plot_path:

@@ -1,4 +1,4 @@
-"""pytest fixtures of the runtime checker (nsysh2d.runtime), registered as a pytest plugin on install.
+"""pytest fixtures of the runtime checker (nsysh2d.checker.runtime), registered as a pytest plugin on install.
 
     def test_step(no_blocking_h2d):      # fails if the test made a non_blocking H2D copy that blocks
         model_step(batch)
@@ -33,7 +33,7 @@ def no_blocking_h2d(h2d_check):
     return h2d_check
 
 
-_ACCEPTED: dict = {}   # site -> reason: copies accepted in source (nsysh2d/allowlist.py), listed at the end
+_ACCEPTED: dict = {}   # site -> reason: copies accepted in source (nsysh2d/rules/allowlist.py), listed at the end
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -48,7 +48,7 @@ def pytest_runtest_call(item):
     result = yield
     chk = getattr(item, "funcargs", {}).get("no_blocking_h2d") or getattr(item, "funcargs", {}).get("h2d_check")
     if chk is not None:
-        from .present.safe import terminal
+        from ..present.safe import terminal
 
         for c in [c for c in chk.copies if c.accepted] + chk.accepted_rewrites:
             _ACCEPTED[terminal(c.site_line or c.site)] = terminal(c.accepted)

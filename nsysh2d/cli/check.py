@@ -1,11 +1,11 @@
-"""`nsysh2d check`: the runtime checker (nsysh2d.runtime) on a script, as a CLI command. Imports torch only
+"""`nsysh2d check`: the runtime checker (nsysh2d.checker.runtime) on a script, as a CLI command. Imports torch only
 when it runs: `nsysh2d --help` stays light."""
 from __future__ import annotations
 
 import click
 
-from .cli_kit import FORMATS, Command, emit
-from .errors import EXIT_WORKLOAD_FAILED, NsysH2DError
+from .kit import FORMATS, Command, emit
+from ..errors import EXIT_WORKLOAD_FAILED, NsysH2DError
 
 
 # ----------------------------------------------------------------------------------------- check
@@ -29,10 +29,10 @@ def check(fail, fmt, output, devices, script):
     pageable source (blocks), pinned but through a pageable temporary (strided or expanded views: blocks),
     or pinned (returns at once). A write into a pinned source while its copy may still be in flight (the GPU
     would read the new values) is flagged too, with both sites. Call sites are the script's own file:line. One thread: copies made by
-    other threads or by C++ code outside the dispatcher are not seen (see nsysh2d.runtime).
+    other threads or by C++ code outside the dispatcher are not seen (see nsysh2d.checker.runtime).
     """
-    from . import present
-    from .runtime import run_script
+    from .. import present
+    from ..checker.runtime import run_script
 
     argv = list(script[1:] if script and script[0] == "--" else script)
     checker, code = run_script(argv, devices)
