@@ -1,13 +1,13 @@
 """Issue 58 on a GPU: call sites and source classes from the copy hook, captured on a lent H100 (2026-12-07,
 tests/data/h100/sites/README.md), equal those of the sampled capture, with plain SQL / JSON arithmetic as truth.
 
-- qwen3vl-before-sampled, train-loop-{before,after}-sampled: ONE run each captured with the hook AND Python/CUDA
+- qwen3vl-{before,after}-sampled, train-loop-{before,after}-sampled: ONE run each captured with the hook AND Python/CUDA
   backtraces (--python-backtrace). Two
   copies of it, one with the hook's ranges deleted (what sampling alone tells) and one with the backtraces deleted
   (what the hook alone tells), give every copy call the same site line and class.
 - qwen3vl-{before,after}-sites: the cheap default capture (no sampling) with the hook: per class and call line the
-  report's counts equal plain SQL's join of the hook's ranges with the copy calls, and the before run's call lines
-  are the sampled run's.
+  report's counts equal plain SQL's join of the hook's ranges with the copy calls, and each variant's call lines
+  are those of its sampled run.
 - outside-torch: copies made by CuPy and through ctypes next to PyTorch's: no site, and the fix says why.
 - train-kineto-before: torch.profiler with the hook: the call lines (not the def line) from JSON arithmetic."""
 import gzip
@@ -63,6 +63,7 @@ def hook_truth(path):
 
 # Each run captured with the hook and backtraces at once: (copy calls, classes they show).
 SAMPLED = {"qwen3vl-before-sampled": (27, {"pageable", "pinned", "pinned_strided"}),
+           "qwen3vl-after-sampled": (43, {"pageable", "pinned"}),
            "train-loop-before-sampled": (None, None), "train-loop-after-sampled": (None, None)}
 
 
@@ -103,9 +104,10 @@ def test_the_cheap_capture_has_every_copys_site_and_class(cli, exports, variant)
     assert fixed == ({"pinned_strided", "pageable"} if variant == "before" else {"pinned"})
 
 
-def test_the_cheap_capture_names_the_lines_the_sampled_one_does(cli, exports):
-    cheap = {line for _, line in hook_truth(exports["qwen3vl-before-sites"]).values()}
-    sampled = {t["site_line"] for t in report(cli, exports["qwen3vl-before-sampled"])["top"]}
+@pytest.mark.parametrize("variant", ["before", "after"])
+def test_the_cheap_capture_names_the_lines_the_sampled_one_does(cli, exports, variant):
+    cheap = {line for _, line in hook_truth(exports[f"qwen3vl-{variant}-sites"]).values()}
+    sampled = {t["site_line"] for t in report(cli, exports[f"qwen3vl-{variant}-sampled"])["top"]}
     assert cheap == sampled
 
 
