@@ -153,6 +153,24 @@ def test_no_upward_imports():
     assert not unplaced, f"every module belongs to a layer: {unplaced}"
 
 
+def test_at_most_8_layers_deep():
+    """Issue 55: the longest chain of imports between wings (a subpackage, or a top-level module) is at most 8
+    wings long, counted over every import, lazy ones included (it was 14 floors of modules at 687e296)."""
+    wing = lambda m: ".".join(m.split(".")[:2])  # noqa: E731
+    wings: dict[str, set] = {}
+    for m, deps in import_graph().items():
+        wings.setdefault(wing(m), set()).update(wing(d) for d in deps if wing(d) != wing(m))
+
+    def depth(w, seen=()):
+        assert w not in seen, f"a cycle between wings: {seen + (w,)}"
+        return 1 + max((depth(d, seen + (w,)) for d in wings.get(w, ())), default=0)
+    deepest = max(wings, key=depth)
+    assert depth(deepest) <= 8, (deepest, depth(deepest))
+    top = sorted(p.name for p in PKG.glob("*.py"))
+    assert len(top) <= 6 and set(top) == {"__init__.py", "analysis.py", "errors.py", "units.py", "cache.py",
+                                          "cpus.py"}, top
+
+
 SQL_IN_PYTHON = re.compile(r"""(?:f?["'])(SELECT|INSERT|CREATE|ATTACH|LOAD|SET|PRAGMA|DROP|DELETE|UPDATE)\s""")
 
 

@@ -55,22 +55,22 @@ def shadow_install(nsys_path: str, dest: Path) -> str:
     return str(nsys_copy)
 
 
-def recipe_folder(nsys_path: str | None, shadow: bool) -> tuple[str, str | None, Path | None]:
-    """What `nsysh2d recipe-path` prints: the recipe folder (or, with `shadow`, the nsys to run the recipe with),
-    and the nsys found with the runner's folder its install lacks (None when nothing is missing)."""
+def recipe_folder(nsys_path: str | None, shadow_in=None) -> tuple[str, str | None, Path | None]:
+    """What `nsysh2d recipe-path` prints: the recipe folder, or, given `shadow_in` (a callable giving the folder for
+    a stand-in install), the nsys to run the recipe with; and the nsys found with the runner's folder its install
+    lacks (None when nothing is missing)."""
     from importlib import resources
 
-    from ..cache import cache_dir
     from ..errors import NsysH2DError
     from .nsys import find_nsys
 
     try:
         nsys = find_nsys(nsys_path)
     except NsysH2DError:
-        if shadow or nsys_path:
+        if shadow_in or nsys_path:
             raise
         nsys = None
     gap = recipe_runner_gap(nsys) if nsys else None
-    if shadow:
-        return (nsys if gap is None else shadow_install(nsys, cache_dir("nsys"))), None, None
+    if shadow_in:
+        return (nsys if gap is None else shadow_install(nsys, shadow_in())), None, None
     return str(resources.files("nsysh2d") / "recipe"), nsys, gap

@@ -41,7 +41,9 @@ def recipe_path(nsys_path, nsys_shadow):
     """
     from ..capture.recipe_runner import recipe_folder
 
-    path, nsys, gap = recipe_folder(nsys_path, nsys_shadow)
+    from ..cache import cache_dir
+
+    path, nsys, gap = recipe_folder(nsys_path, (lambda: cache_dir("nsys")) if nsys_shadow else None)
     click.echo(path)
     if gap is not None:
         from ..present.safe import terminal
