@@ -230,3 +230,33 @@ def test_every_subpackage_is_in_the_wheel():
 
     listed = set(tomllib.loads((PKG.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     assert {"nsysh2d." + p.parent.name for p in PKG.glob("*/__init__.py")} <= listed
+
+
+def option_declarations() -> dict[str, list[str]]:
+    """Each flag of a click.option(...) call in cli/ -> where it is declared (a flag chosen by an expression, as
+    -o's --output or --output-dir, counts with its one declaration)."""
+    where: dict[str, list[str]] = {}
+    for f in sorted((PKG / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "option":
+                flags = {s for a in node.args for n in ast.walk(a) if isinstance(n, ast.Constant)
+                         and isinstance(n.value, str) and n.value.startswith("-") for s in n.value.split("/")}
+                for flag in flags:
+                    where.setdefault(flag, []).append(f"{f.name}:{node.lineno}")
+    return where
+
+
+def test_every_cli_option_is_declared_once():
+    """Issue 55: an option several commands take is one declaration in cli/options.py (or a factory there, where its
+    wording names the command's use), so --nsys or --format cannot drift apart between commands."""
+    where = option_declarations()
+    assert {"--nsys", "--format", "-o", "--output", "--min-duration", "--no-cache", "-j", "--by"} <= set(where)
+    twice = {flag: places for flag, places in where.items() if len(places) > 1}
+    assert not twice, twice
+    # and every flag a command really takes is one of those declarations (none made some other way)
+    taken = {o for c in [main, *main.commands.values()] for p in c.params if isinstance(p, click.Option)
+             for o in p.opts + p.secondary_opts}
+    assert taken - {"-h", "--help"} <= set(where), taken - set(where)
+    shared = {flag for flag in where if sum(flag in p.opts for c in main.commands.values() for p in c.params
+                                            if isinstance(p, click.Option)) > 1}
+    assert all(where[flag][0].startswith("options.py:") for flag in shared), {f: where[f] for f in shared}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .kit import FORMATS, Command, emit
+from .kit import Command, emit
+from .options import FORMATS, format_option, output_option
 from ..errors import EXIT_WORKLOAD_FAILED, NsysH2DError
 
 
@@ -12,8 +13,8 @@ from ..errors import EXIT_WORKLOAD_FAILED, NsysH2DError
 @click.command(cls=Command, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--fail", is_flag=True, help="Exit 1 when a copy that blocks, or a write into a pinned source "
               "whose copy was still in flight, was seen (a gate without nsys).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@format_option(FORMATS)
+@output_option("Write the report here instead of stdout.")
 @click.option("--device", "devices", multiple=True, default=("cuda",), show_default=True,
               help="Device type whose incoming copies are watched (repeatable).")
 @click.argument("script", nargs=-1, type=click.UNPROCESSED, required=True)
