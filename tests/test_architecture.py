@@ -260,3 +260,34 @@ def test_every_cli_option_is_declared_once():
     shared = {flag for flag in where if sum(flag in p.opts for c in main.commands.values() for p in c.params
                                             if isinstance(p, click.Option)) > 1}
     assert all(where[flag][0].startswith("options.py:") for flag in shared), {f: where[f] for f in shared}
+
+
+# Files other helpers of issue 55 are rewriting at the same time: the lazy-import rule skips them until their
+# branches are merged. The lead empties this tuple at merge.
+OTHERS_PENDING = ("nsysh2d/source/", "nsysh2d/model/", "nsysh2d/runner/", "nsysh2d/analysis.py", "nsysh2d/__init__.py",
+                  "nsysh2d/recipe/")
+
+
+def lazy_imports_without_reason() -> list[str]:
+    """Every import inside a function body whose line (or the opening line of its `from ... import (`) does not
+    say `# lazy: <why>`."""
+    bad = []
+    for f in sorted(PKG.rglob("*.py")):
+        rel = str(f.relative_to(PKG.parent))
+        if rel.startswith(OTHERS_PENDING):
+            continue
+        lines = f.read_text().splitlines()
+        for fn in ast.walk(ast.parse(f.read_text())):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) and "# lazy: " not in lines[node.lineno - 1]:
+                        bad.append(f"{rel}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    return sorted(set(bad))
+
+
+def test_imports_at_the_top_unless_lazy_says_why():
+    """Issue 55: a module's imports are at its top, where a reader looks; an import inside a function stays only
+    where start-up needs it (profiling on a bare GPU box without DuckDB or polars, `--help`, a cache hit, torch
+    only when a script runs) and its line says why: `# lazy: <why>`."""
+    bad = lazy_imports_without_reason()
+    assert not bad, f"{len(bad)} lazy imports without a reason:\n" + "\n".join(bad)

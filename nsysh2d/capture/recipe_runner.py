@@ -5,7 +5,12 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from importlib import resources
 from pathlib import Path
+
+from ..cache import cache_dir
+from ..errors import NsysH2DError
+from .nsys import find_nsys
 
 
 def recipe_runner_gap(nsys_path: str) -> Path | None:
@@ -58,11 +63,6 @@ def shadow_install(nsys_path: str, dest: Path) -> str:
 def recipe_folder(nsys_path: str | None, shadow: bool) -> tuple[str, str | None, Path | None]:
     """What `nsysh2d recipe-path` prints: the recipe folder (or, with `shadow`, the nsys to run the recipe with),
     and the nsys found with the runner's folder its install lacks (None when nothing is missing)."""
-    from importlib import resources
-
-    from ..cache import cache_dir
-    from ..errors import NsysH2DError
-    from .nsys import find_nsys
 
     try:
         nsys = find_nsys(nsys_path)

@@ -2,11 +2,14 @@
 when it runs: `nsysh2d --help` stays light."""
 from __future__ import annotations
 
+import os
+import traceback
+
 import click
 
+from ..errors import EXIT_WORKLOAD_FAILED, NsysH2DError
 from .kit import Command, emit
 from .options import FORMATS, format_option, output_option
-from ..errors import EXIT_WORKLOAD_FAILED, NsysH2DError
 
 
 # ----------------------------------------------------------------------------------------- check
@@ -32,8 +35,8 @@ def check(fail, fmt, output, devices, script):
     would read the new values) is flagged too, with both sites. Call sites are the script's own file:line. One thread: copies made by
     other threads or by C++ code outside the dispatcher are not seen (see nsysh2d.checker.runtime).
     """
-    from .. import present
-    from ..checker.runtime import run_script
+    from .. import present   # lazy: --help stays fast
+    from ..checker.runtime import run_script   # lazy: --help stays fast
 
     argv = list(script[1:] if script and script[0] == "--" else script)
     checker, code = run_script(argv, devices)
@@ -49,8 +52,6 @@ def check(fail, fmt, output, devices, script):
 
 def script_traceback(e: BaseException) -> str:
     """The traceback Python would print for the script, from its own first frame (runpy's and nsysh2d's left out)."""
-    import os
-    import traceback
 
     tb, ours = e.__traceback__, os.path.dirname(os.path.abspath(__file__))
     while tb is not None and tb.tb_next is not None:

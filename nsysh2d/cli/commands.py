@@ -10,10 +10,11 @@ from pathlib import Path
 
 import click
 
-from ..analyses.options import GROUPS
+from ..analyses.options import GROUPS, Options
+from ..errors import BadInput
 from .check import check   # commands of their own modules: commands.py stays small
-from .config import scheduler_setting
-from .kit import Group, emit, error_line, exit_code, note, terminal
+from .config import gate_settings, scheduler_setting
+from .kit import Group, emit, error_line, exit_code, note
 from .lint import lint
 from .options import (calls_option, config_option, csv_table_option, direction_option, duration, format_option,
                       jobs_option, min_duration_option, no_cache_option, nsys_option, output_option, profile_options,
@@ -68,7 +69,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
     If nsys leaves a .qdstrm because it could not find its importer, a QdstrmImporter near the
     nsys binary finishes the job. Prints what it wrote and the command to run next.
     """
-    from ..capture.nsys import CaptureOptions, ProfileRequest, profile_targets
+    from ..capture.nsys import CaptureOptions, ProfileRequest, profile_targets   # lazy: --help stays fast
 
     req = ProfileRequest(list(target), output_dir, name, variants, no_variants, nsys_path, importer_lib, python_exe,
                          dry_run, kineto, sites)
@@ -113,9 +114,8 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
     thread beyond), NSYSH2D_TIMING=1 (threads, memory cap, and the wall time, CPU time and peak
     memory of each stage on stderr).
     """
-    from ..analyses.options import Options
-    from .. import present
-    from ..runner.run import analyze_many
+    from .. import present   # lazy: --help stays fast
+    from ..runner.run import analyze_many   # lazy: --help stays fast
 
     top = top if top is not None else 500 if fmt.lower() == "html" else 10
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=top, step_pattern=step_pattern,
@@ -150,12 +150,9 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
       nsysh2d compare before.sqlite after.sqlite uva.sqlite     # variants: side by side, then first vs each
       nsysh2d compare before-ranks/ after-ranks/                 # rank sets: rank i against rank i
     """
-    from ..analyses.compare import compare as do_compare
-    from ..analyses.compare import compare_many, compare_rank_sets
-    from ..errors import BadInput
-    from ..analyses.options import Options
-    from .. import present
-    from ..runner.run import analyze_all, compare_sides
+    from .. import present   # lazy: --help stays fast
+    from ..analyses.compare import compare as do_compare, compare_many, compare_rank_sets   # lazy: --help stays fast
+    from ..runner.run import analyze_all, compare_sides   # lazy: --help stays fast
 
     paths, ranks = compare_sides(list(traces))
     if len(paths) > 2 and fmt.lower() == "html":
@@ -233,10 +230,9 @@ def gate(ctx, reports, junit_path, summary_path, fmt, output, config_path, nsys_
       nsysh2d baseline main.sqlite -o nsysh2d-baseline.json
       nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json --junit gate.xml
     """
-    from ..analyses.gate import GateSettings, run_gate
-    from .config import gate_settings
-    from .. import present
-    from ..runner.run import analyze_many
+    from .. import present   # lazy: --help stays fast
+    from ..analyses.gate import GateSettings, run_gate   # lazy: --help stays fast
+    from ..runner.run import analyze_many   # lazy: --help stays fast
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
     given.update(kinds=tuple(given["kinds"]), fail_causes=tuple(given["fail_causes"]),
@@ -279,10 +275,10 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
       nsysh2d baseline main.sqlite -o nsysh2d-baseline.json --accept "model-init copies (#123)"
       nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json
     """
-    from ..analyses.baseline import baseline_from, in_words
-    from ..analyses.options import Options
-    from ..present import to_json
-    from ..runner.run import analyze_all
+    from ..analyses.baseline import baseline_from, in_words   # lazy: --help stays fast
+    from ..present import to_json   # lazy: --help stays fast
+    from ..present.safe import terminal   # lazy: --help stays fast
+    from ..runner.run import analyze_all   # lazy: --help stays fast
 
     opts = Options(min_ns=min_duration, direction=direction.lower(), step_pattern=step_pattern, calls=calls.lower())
     rep, = analyze_all([report], opts, nsys_path, not no_cache, scheduler_setting(scheduler))

@@ -8,15 +8,15 @@ import sys
 
 import click
 
-from ..cache import write_output
 from ..errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
-from ..present.safe import log_lines, terminal   # what reaches a terminal or a CI log (docs/security.md)
 from .options import quiet_option
 from .quiet import note  # noqa: F401 (commands import it from here with emit)
 
 
 def error_line(message: str) -> str:
     """One line on stderr whatever the message holds (a file name may contain a newline or escapes)."""
+    from ..present.safe import terminal   # lazy: --help stays fast
+
     text = terminal(message)
     return "nsysh2d: error: " + "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
 
@@ -132,9 +132,13 @@ class Group(click.Group):
 def emit(text: str, output: str | None = None, commands: bool = False) -> None:
     """A command's output to stdout or a file. No line of it can be a CI runner's command (present/safe.py),
     unless `commands`: the gate's own annotations, built by present/ci.py."""
+    from ..present.safe import log_lines   # lazy: --help stays fast
+
     if not commands:
         text = log_lines(text)
     if output:
+        from ..cache import write_output   # lazy: --help stays fast (hashlib, tempfile: 10 ms)
+
         write_output(output, text)
     else:
         # What -o writes, byte for byte: UTF-8 whatever the locale (a C locale would turn names into '?').

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from ..rules.fixes import RULES
+from .config import lint_settings
 from .kit import Command, emit, error_line
 from .options import config_option, format_option, output_option
 
@@ -43,11 +45,8 @@ def lint(paths, fmt, output, select, ignore, config_path):
       H2D000 suppression-without-reason
     Accept a site on its line: `# nsysh2d: ok[H2D001] <reason>` (or vLLM's `# gpu-sync-ok: <reason>`).
     """
-    from .. import present
-    from .config import lint_settings
-    from ..rules.fixes import RULES
-    from ..static import Settings
-    from ..static import lint as run_lint
+    from .. import present   # lazy: --help stays fast
+    from ..static import Settings, lint as run_lint   # lazy: --help stays fast
 
     section, conf = lint_settings(Path(config_path) if config_path else None)
     result = run_lint(list(paths) or ["."], Settings.from_config(section, conf, select, ignore))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from .kit import Command, emit, error_line, note, terminal
+from .config import scheduler_setting
+from .kit import Command, emit, error_line, note
 from .options import (FORMATS, REPORT_FORMATS, format_option, jobs_option, no_cache_option, nsys_option,
                       output_option, scheduler_option)
 
@@ -27,9 +28,8 @@ def api_summary(reports, fmt, output, nsys_path, jobs, scheduler, no_cache):
       nsysh2d api-summary run.sqlite
       nsysh2d api-summary rank-folder/ -j 4 --format csv -o api.csv
     """
-    from .config import scheduler_setting
-    from .. import present
-    from ..runner.run import analyze_many
+    from .. import present   # lazy: --help stays fast
+    from ..runner.run import analyze_many   # lazy: --help stays fast
 
     done, errors = analyze_many(list(reports), None, (), jobs=jobs, nsys=nsys_path, use_cache=not no_cache,
                                 scheduler=scheduler_setting(scheduler), analysis="api-summary")
@@ -58,9 +58,10 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
       nsysh2d profile --no-variants --sample none --cudabacktrace none workloads/h2d_sweep.py
       nsysh2d threshold nsysh2d-out/h2d_sweep.sqlite --plot threshold.png
     """
-    from .. import present
-    from ..present.plots import save_threshold_plot
-    from ..runner.run import analyze_one
+    from .. import present   # lazy: --help stays fast
+    from ..present.plots import save_threshold_plot   # lazy: --help stays fast
+    from ..present.safe import terminal   # lazy: --help stays fast
+    from ..runner.run import analyze_one   # lazy: --help stays fast
 
     result = analyze_one(sweep, None, nsys_path, analysis="threshold")
     if plot_path:

@@ -3,16 +3,11 @@ from __future__ import annotations
 
 import platform
 import subprocess
-from importlib.metadata import PackageNotFoundError, version
 
 import click
 
 from .. import __version__
-from ..cache import cache_root, clear_cache
-from ..capture.nsys import find_nsys
-from ..capture.recipe_runner import recipe_folder
 from ..errors import NsysH2DError
-from ..present.safe import terminal
 from .options import nsys_option
 from .quiet import note
 
@@ -21,6 +16,8 @@ from .quiet import note
 @click.command("cache-clear")
 def cache_clear():
     """Delete what nsysh2d wrote in its cache (results, exports, copies); unmarked folders are not touched."""
+    from ..cache import cache_root, clear_cache   # lazy: --help stays fast
+
     n = clear_cache()
     click.echo(f"removed {n} cached file(s) from {cache_root()}")
     return 0
@@ -49,6 +46,9 @@ def recipe_path(nsys_path, nsys_shadow):
     \b
       NSYS_RECIPE_PATH=$(nsysh2d recipe-path) $(nsysh2d recipe-path --nsys-shadow) recipe nsysh2d_h2d ...
     """
+    from ..capture.recipe_runner import recipe_folder   # lazy: --help stays fast
+    from ..present.safe import terminal   # lazy: --help stays fast
+
     path, nsys, gap = recipe_folder(nsys_path, nsys_shadow)
     click.echo(path)
     if gap is not None:
@@ -63,6 +63,10 @@ def show_version(ctx, _param, value) -> None:
     """--version: nsysh2d, and what it runs with (read without importing DuckDB), and the nsys it would use."""
     if not value or ctx.resilient_parsing:
         return
+    from importlib.metadata import PackageNotFoundError, version   # lazy: --help stays fast (importlib.metadata: 10 ms)
+
+    from ..capture.nsys import find_nsys   # lazy: --help stays fast
+    from ..present.safe import terminal   # lazy: --help stays fast
     def pkg(name):
         try:
             return version(name)
