@@ -247,7 +247,7 @@ def _with_steps(model, opts: Options) -> Options:
 
 def check_pattern(model, pattern: str) -> None:
     """DuckDB's regular expressions (RE2) reject some that Python takes (look-behind, back-references)."""
-    import duckdb   # lazy: model/source import duckdb; a cached result is read without it
+    import duckdb   # lazy: a cached result is read without duckdb
 
     try:
         model.trace.con.execute("SELECT regexp_matches('', $p)", {"p": pattern})
