@@ -51,12 +51,12 @@ def check(fail, fmt, output, devices, script):
 
 
 def script_traceback(e: BaseException) -> str:
-    """The traceback Python would print for the script, from its own first frame (runpy's and nsysh2d's left out)."""
-
-    tb, ours = e.__traceback__, os.path.dirname(os.path.abspath(__file__))
+    """The traceback Python would print for the script, from its own first frame (runpy's and nsysh2d's left out:
+    this command's frames and checker/runtime.py's, which runs the script)."""
+    tb, ours = e.__traceback__, os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     while tb is not None and tb.tb_next is not None:
         f = tb.tb_frame.f_code.co_filename
-        if not (f.startswith("<frozen runpy") or f.endswith("runpy.py") or os.path.dirname(os.path.abspath(f)) == ours):
+        if not (f.startswith("<frozen runpy") or f.endswith("runpy.py") or os.path.abspath(f).startswith(ours)):
             break
         tb = tb.tb_next
     return "".join(traceback.format_exception(type(e), e, tb))
