@@ -13,6 +13,8 @@ import math
 import os
 from pathlib import Path
 
+from .errors import BadInput
+
 # Past 8 threads the joins need more memory than the default limit gives (trace.memory_limit) and the
 # SQLite readers are capped at 8 already (ingest.py); nothing faster was measured beyond (2 cores here).
 MAX_THREADS = 8
@@ -61,8 +63,6 @@ def analysis_threads() -> int:
     """Threads for DuckDB and the SQLite readers of one analysis in this process."""
     value = os.environ.get("NSYSH2D_THREADS", "").strip()
     if value:
-        from .errors import BadInput
-
         if not value.isdigit() or int(value) < 1:
             raise BadInput(f"bad NSYSH2D_THREADS={value!r}: a whole number of threads, 1 or more")
         return int(value)

@@ -2,6 +2,7 @@
 
 Kept free of heavy imports: the profiling path uses it on bare GPU boxes.
 """
+import re
 
 EXIT_OK = 0
 EXIT_REGRESSION = 1        # gate: a rule failed
@@ -28,7 +29,5 @@ class BadInput(NsysH2DError):
 
 def first_line(e: Exception, limit: int = 300) -> str:
     """The first line of an exception's text, whitespace collapsed: for one-line error messages."""
-    import re
-
     lines = str(e).strip().splitlines()
     return re.sub(r"\s+", " ", lines[0])[:limit] if lines else type(e).__name__

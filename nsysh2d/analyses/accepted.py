@@ -3,15 +3,15 @@ the function the trace names), read from the files under --source-root (nsysh2d/
 the runtime checker)."""
 from __future__ import annotations
 
+import os
+
+from ..rules.allowlist import accepted_site
 from .rules import Rules
 
 
 def split_accepted(offenders: list[dict], rules: Rules) -> tuple[list[dict], list[dict]]:
     """Offending copies whose source line (or function) says `# nsysh2d: ok[RULE] <reason>` are accepted: taken
     out of the count and listed with their reason (nsysh2d/rules/allowlist.py; the files under --source-root or here)."""
-    import os
-
-    from ..rules.allowlist import accepted_site
 
     given = os.environ.get("NSYSH2D_SOURCE_ROOT") or rules.source_root   # --source-root, else pyproject
     root, out, acc = given or os.getcwd(), [], []

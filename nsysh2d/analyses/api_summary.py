@@ -8,11 +8,13 @@ SQLite (the guards that kept the packing exact cost SQLite more than the scanner
 pyarrow import (0.1 s of start-up)."""
 from __future__ import annotations
 
+from ..source.files import damage_is_bad_input
+
 
 def api_summary(path: str, nsys: str | None = None, use_cache: bool = True) -> dict:
     """{"path", "rows": [{time_pct, total_ns, calls, avg_ns, median_ns, min_ns, max_ns, stddev_ns, name,
     name_id}]}, longest total first."""
-    from ..source import Trace
+    from ..source import Trace   # lazy: model/source import duckdb; a cached result is read without it
 
     trace = Trace.open(path, nsys=nsys, use_cache=use_cache)
     try:
@@ -23,8 +25,6 @@ def api_summary(path: str, nsys: str | None = None, use_cache: bool = True) -> d
 
 
 def read_durations(trace) -> None:
-    from ..source.files import damage_is_bad_input
-
     # e.g. text where nsys writes integers, which the scanner's type check finds mid-scan
     with damage_is_bad_input(trace.path, "its CUDA runtime table is"):
         trace.run("analyses/api_durations")

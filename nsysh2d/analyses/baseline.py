@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 
 from ..errors import EXIT_BAD_INPUT, BadInput, NsysH2DError
+from ..source.files import check_regular
 from ..units import plural
 from .comparable import incomparable
 from .rules import RuleResult, Rules
@@ -36,7 +37,6 @@ def in_words(report) -> str:
 def read_baseline(path: str | None) -> dict | None:
     if not path:
         return None
-    from ..source.files import check_regular
 
     check_regular(path, "the baseline")
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import BadInput
+from ..rules.fixes import HOST_ALLOC_APIS, PINNING_COST
 from .comparable import incomparable
 from .options import COMPARED_GROUPS
 from .rules import CAUSES
@@ -143,7 +144,6 @@ def _grew(b: dict, a: dict) -> list[dict]:
 def compare_ranges(before: dict, after: dict) -> tuple[list[dict], list[dict]]:
     """Wall time of each NVTX range name (the steps as one row) before and after, with deltas; the API calls
     that grew inside it; and a finding where a range got slower while pinned allocations grew in it."""
-    from ..rules.fixes import HOST_ALLOC_APIS, PINNING_COST
 
     b = {(r["name"], r["is_step"]): r for r in before["ranges"]}
     a = {(r["name"], r["is_step"]): r for r in after["ranges"]}
@@ -169,7 +169,6 @@ def compare_ranges(before: dict, after: dict) -> tuple[list[dict], list[dict]]:
 def compare_functions(before: list[dict], after: list[dict]) -> tuple[list[dict], list[dict]]:
     """Each function's host time per occurrence before and after, the API calls that grew inside it (new ones, such
     as a cudaHostAlloc that appeared, included), and a finding where it got slower while pinned allocations grew."""
-    from ..rules.fixes import HOST_ALLOC_APIS, PINNING_COST
 
     b, a = {r["name"]: r for r in before}, {r["name"]: r for r in after}
     rows, findings = [], []

@@ -7,6 +7,7 @@ needs the baseline's trace.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from ..errors import EXIT_BAD_INPUT, NsysH2DError
 from ..units import parse_duration, parse_fraction, plural
@@ -233,7 +234,6 @@ class GateSettings:
                     raise NsysH2DError(f"{conf_path}: bad [tool.nsysh2d.gate] {key} = {_shown(conf[key])} ({e})") from None
         if "baseline" not in from_command_line and conf.get("baseline") and conf_path is not None:
             # A path in pyproject.toml is relative to that file, wherever the gate runs from.
-            from pathlib import Path
             values["baseline"] = str(Path(conf_path).parent / str(conf["baseline"]))
         s = cls(**{k: v for k, v in values.items() if k in cls.CONVERT})
         s.kinds = check_kinds(s.kinds)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
 
+from ..errors import BadInput
 from .options import API_GROUPS, Options, check_grouping, steps_in
+from .steady import apply
 
 TOTAL_KEYS = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes", "gpu_idle_ns")
 # What per-step figures and the "outside steps" figures are made of (by_step rows).
@@ -158,8 +160,7 @@ class Report:
 def analyze(model, opts: Options, groups=API_GROUPS) -> Report:
     """The report of one copy model with these options."""
     opts = _with_steps(model, opts.check())
-    from ..model.pipeline import stage
-    from .steady import apply
+    from ..model.pipeline import stage   # lazy: model/source import duckdb; a cached result is read without it
     steady = apply(model, opts.steady_after)
     kinds = group_rows(model, "kind", opts)
     with stage("steps"):
@@ -188,7 +189,7 @@ def _backlog_rows(model, opts: Options, what: str, query: str, params: dict) -> 
     """Rows of an analysis query that reads the backlog of the calls these options need (computed first)."""
     opts.check()
     model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
-    from ..model.pipeline import stage
+    from ..model.pipeline import stage   # lazy: model/source import duckdb; a cached result is read without it
     with stage(what):
         return model.rows(query, params)
 
@@ -216,7 +217,7 @@ def group_rows(model, by: str, opts: Options) -> list[dict]:
     key = (opts.min_ns, opts.direction, opts.top, opts.calls, opts.step_pattern, opts.steady_after)
     if key not in cache:
         model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
-        from ..model.pipeline import stage
+        from ..model.pipeline import stage   # lazy: model/source import duckdb; a cached result is read without it
         with stage("summaries"):
             cache[key] = model.rows("analyses/summary", opts.params(pattern=opts.step_pattern))
     drop = ("by", "group") if by == "kind" else ("by", "src_kind", "dst_kind")
@@ -246,9 +247,7 @@ def _with_steps(model, opts: Options) -> Options:
 
 def check_pattern(model, pattern: str) -> None:
     """DuckDB's regular expressions (RE2) reject some that Python takes (look-behind, back-references)."""
-    import duckdb
-
-    from ..errors import BadInput
+    import duckdb   # lazy: a cached result is read without duckdb
 
     try:
         model.trace.con.execute("SELECT regexp_matches('', $p)", {"p": pattern})

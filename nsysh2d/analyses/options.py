@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import BadInput
+from .steady import parse
 
 DIRECTIONS = ("h2d", "d2h", "all")
 # Which copy APIs the figures count: asynchronous (cudaMemcpyAsync, cuMemcpyHtoDAsync_v2: the calls that
@@ -54,7 +55,6 @@ class Options:
         if not self.step_pattern.isprintable() or not self.step_pattern.encode("utf-8", "replace").decode() == self.step_pattern:
             raise BadInput(f"bad --step-pattern {self.step_pattern!r}: control characters or text that is not UTF-8")
         if self.steady_after:
-            from .steady import parse
             parse(self.steady_after)
         return self
 

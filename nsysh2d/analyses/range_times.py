@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..source.files import damage_is_bad_input
 from .function_times import function_times
 from .options import steps_in
 
@@ -35,9 +36,8 @@ class RangeTimes:
 
 
 def range_times(path: str, nsys: str | None, use_cache: bool, step_pattern: str, top: int = TOP) -> RangeTimes:
-    from ..model.pipeline import PIPELINE, run_step
-    from ..source import Trace
-    from ..source.files import damage_is_bad_input
+    from ..model.pipeline import PIPELINE, run_step   # lazy: model/source import duckdb; a cached result is read without it
+    from ..source import Trace   # lazy: model/source import duckdb; a cached result is read without it
 
     with damage_is_bad_input(path):
         trace = Trace.open(path, nsys=nsys, use_cache=use_cache)

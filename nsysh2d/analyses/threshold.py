@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from ..errors import BadInput
+from ..source.files import damage_is_bad_input
 
 
 def sweep_rows(model) -> pl.DataFrame:
@@ -54,8 +55,7 @@ class ThresholdResult:
 
 def threshold_report(path: str, nsys: str | None = None, use_cache: bool = True) -> ThresholdResult:
     """The thresholds of one sweep trace."""
-    from ..model import CopyModel
-    from ..source.files import damage_is_bad_input
+    from ..model import CopyModel   # lazy: model/source import duckdb; a cached result is read without it
 
     with damage_is_bad_input(path):
         model = CopyModel.open(path, nsys=nsys, use_cache=use_cache)

@@ -9,12 +9,13 @@ import glob
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
-from .workload import workload_variants
 from ..errors import (
     EXIT_BAD_INPUT,
     EXIT_EXPORT_FAILED,
@@ -23,6 +24,8 @@ from ..errors import (
     EXIT_WORKLOAD_FAILED,
     NsysH2DError,
 )
+from .torch_profile import capture_runs
+from .workload import workload_variants
 
 # Where Nsight Systems' CLI lands in the common install layouts (newest version wins).
 NSYS_GLOBS = (
@@ -208,8 +211,6 @@ def capture(nsys: str, outdir: Path, label: str, target: list[str], opts: Captur
 
 def cuda_calls(sqlite_path: str) -> int:
     """CUDA API rows in an export (stdlib sqlite3: profiling never needs DuckDB)."""   # SQL in Python: that count
-    import sqlite3
-    from urllib.parse import quote
 
     try:
         con = sqlite3.connect(f"file:{quote(os.path.abspath(sqlite_path))}?mode=ro", uri=True)
@@ -263,7 +264,6 @@ def profile_targets(req: ProfileRequest, opts: CaptureOptions, echo) -> int:
     if req.kineto:
         if not is_script:
             raise NsysH2DError("--kineto runs a Python workload under torch.profiler: give WORKLOAD.py", EXIT_BAD_INPUT)
-        from .torch_profile import capture_runs
         return capture_runs(runs, Path(req.output_dir), req.dry_run, echo, sites=req.sites)
     if req.dry_run:
         exe = req.nsys_path or os.environ.get("NSYS") or "nsys"

@@ -5,7 +5,11 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+from importlib import resources
 from pathlib import Path
+
+from ..errors import NsysH2DError
+from .nsys import find_nsys
 
 
 def recipe_runner_gap(nsys_path: str) -> Path | None:
@@ -59,10 +63,6 @@ def recipe_folder(nsys_path: str | None, shadow_in=None) -> tuple[str, str | Non
     """What `nsysh2d recipe-path` prints: the recipe folder, or, given `shadow_in` (a callable giving the folder for
     a stand-in install), the nsys to run the recipe with; and the nsys found with the runner's folder its install
     lacks (None when nothing is missing)."""
-    from importlib import resources
-
-    from ..errors import NsysH2DError
-    from .nsys import find_nsys
 
     try:
         nsys = find_nsys(nsys_path)

@@ -119,7 +119,7 @@ class Hook:
 
 
 def install(devices=("cuda",)) -> Hook:
-    import torch
+    import torch   # lazy: torch is imported in the workload's process only
 
     hook = Hook(torch, devices)
     hook.install()

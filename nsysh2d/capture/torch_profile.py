@@ -11,13 +11,19 @@ in the Kineto trace too (as user annotations), with the same names.
 """
 from __future__ import annotations
 
+import argparse
 import gzip
 import os
 import runpy
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
+import traceback
+
+from ..errors import EXIT_OUTPUT_UNWRITABLE, EXIT_WORKLOAD_FAILED, NsysH2DError
+from .site_hook import install
 
 
 def _mirror_nvtx(torch) -> None:
@@ -50,15 +56,14 @@ def _mirror_nvtx(torch) -> None:
 def capture(script: str, args: list[str], output: str, with_stack: bool = True, sites: bool = False) -> int:
     """Run `script ARGS` as __main__ under torch.profiler; write the trace to `output` (gzip when it ends in
     .gz). Returns the script's exit status (the trace is written whatever it is)."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
+    import torch   # lazy: torch only in the process that runs the workload
+    from torch.profiler import ProfilerActivity, profile   # lazy: torch only in the process that runs the workload
 
     activities = [ProfilerActivity.CPU]
     if torch.cuda.is_available():
         activities.append(ProfilerActivity.CUDA)
     _mirror_nvtx(torch)
     if sites:   # each host-to-device copy inside a range naming its call line and class (capture/site_hook.py)
-        from .site_hook import install
         install()
     status = 0
     argv = sys.argv
@@ -71,7 +76,6 @@ def capture(script: str, args: list[str], output: str, with_stack: bool = True, 
             except SystemExit as e:
                 status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
             except Exception:   # the workload failed: say how, and keep the trace of what it did
-                import traceback
                 traceback.print_exc()
                 status = 1
             if torch.cuda.is_available():
@@ -105,9 +109,6 @@ def _write(prof, output: str) -> None:
 def capture_runs(runs: list[tuple[str, list[str]]], out, dry_run: bool, echo, sites: bool = True) -> int:
     """`nsysh2d profile --kineto`: each (label, [python, script, args...]) run under this module, in its own
     process, writing OUT/label.pt.trace.json.gz."""
-    import subprocess
-
-    from ..errors import EXIT_OUTPUT_UNWRITABLE, EXIT_WORKLOAD_FAILED, NsysH2DError
 
     cmds = [(lab, [cmd[0], "-m", "nsysh2d.capture.torch_profile", *([] if sites else ["--no-sites"]), "-o",
                    str(out / f"{lab}.pt.trace.json.gz"), *cmd[1:]]) for lab, cmd in runs]
@@ -137,8 +138,6 @@ def capture_runs(runs: list[tuple[str, list[str]]], out, dry_run: bool, echo, si
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     ap = argparse.ArgumentParser(prog="python -m nsysh2d.capture.torch_profile", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-o", "--output", required=True, help="trace to write (.json or .json.gz)")
@@ -155,8 +154,6 @@ def main(argv: list[str] | None = None) -> int:
         os.makedirs(folder, exist_ok=True)
         tempfile.TemporaryFile(dir=folder).close()
     except OSError as e:
-        from ..errors import EXIT_OUTPUT_UNWRITABLE
-
         print(f"nsysh2d: error: {folder!r}: cannot write the trace there ({e.strerror})", file=sys.stderr)
         return EXIT_OUTPUT_UNWRITABLE
     status = capture(ns.script, args, ns.output, with_stack=not ns.no_stack, sites=not ns.no_sites)

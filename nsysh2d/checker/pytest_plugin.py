@@ -48,7 +48,7 @@ def pytest_runtest_call(item):
     result = yield
     chk = getattr(item, "funcargs", {}).get("no_blocking_h2d") or getattr(item, "funcargs", {}).get("h2d_check")
     if chk is not None:
-        from ..present.safe import terminal
+        from ..present.safe import terminal   # lazy: the plugin loads in every pytest run; present/ only after a check
 
         for c in [c for c in chk.copies if c.accepted] + chk.accepted_rewrites:
             _ACCEPTED[terminal(c.site_line or c.site)] = terminal(c.accepted)

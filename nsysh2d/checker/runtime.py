@@ -25,16 +25,20 @@ Imports torch only (no duckdb, polars): it runs where the workload runs.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
+import runpy
 import sys
 import traceback
 from dataclasses import asdict, dataclass, field
 
-from ..rules.allowlist import accepted_at, accepted_class_at
-from .byte_runs import overlap, runs
 from ..capture.copy_class import FileMaps, dense, source_class  # noqa: F401  (dense: part of this module's API)
+from ..errors import BadInput
+from ..rules.allowlist import accepted_at, accepted_class_at
 from ..rules.fixes import FIXES, REWRITE
 from ..rules.sites import is_library, site_names
+from .byte_runs import overlap, runs
 
 FLAGGED = ("pageable", "pinned_strided", "file_backed")
 # torch outside site-packages (a source build) is not the user's program either; sites.is_library has the rest.
@@ -83,7 +87,7 @@ class Checker:
     crash = None    # run_script: the exception the script raised, if it did
 
     def __enter__(self):
-        from torch.utils._python_dispatch import TorchDispatchMode
+        from torch.utils._python_dispatch import TorchDispatchMode   # lazy: torch only when a script runs
 
         checker = self
 
@@ -105,7 +109,7 @@ class Checker:
 
     # -------------------------------------------------------------------------------- recording
     def _seen(self, func, args, kwargs) -> None:
-        import torch
+        import torch   # lazy: torch only when a script runs
 
         name = getattr(func, "__name__", str(func)).split(".")[0]
         if name not in ("_to_copy", "to", "copy_"):
@@ -144,7 +148,7 @@ class Checker:
                                 FIXES.get(cls) if cls in FLAGGED else None, ok))
 
     def _record(self, device):
-        import torch
+        import torch   # lazy: torch only when a script runs
 
         if self._event is not None:
             return self._event()
@@ -204,7 +208,7 @@ def _bind(func, args, kwargs) -> dict:
 
 def dst_device(bound: dict, name: str):
     """The device a copy goes to (its stream is that device's current one)."""
-    import torch
+    import torch   # lazy: torch only when a script runs
 
     if name == "copy_":
         return bound["self"].device
@@ -234,10 +238,6 @@ def user_frame() -> tuple:
 def run_script(argv: list[str], devices=("cuda",)) -> tuple[Checker, int]:
     """Runs a Python program in this process under a Checker: `script.py ARGS`, `python script.py ARGS` or
     `python -m module ARGS`. Returns (checker, the program's exit code)."""
-    import re
-    import runpy
-
-    from ..errors import BadInput
 
     argv = list(argv)
     if argv and re.fullmatch(r"python(\d+(\.\d+)?)?", os.path.basename(argv[0])):
@@ -247,7 +247,6 @@ def run_script(argv: list[str], devices=("cuda",)) -> tuple[Checker, int]:
     module = argv[1] if argv[0] == "-m" and len(argv) > 1 else None
     if module is None and not os.path.isfile(argv[0]):
         raise BadInput(f"{argv[0]}: no such script")
-    import importlib.util
 
     if importlib.util.find_spec("torch") is None:   # the checker watches PyTorch's dispatcher
         raise BadInput(f"nsysh2d check needs PyTorch in this interpreter ({sys.executable}): pip install torch")

@@ -2,18 +2,22 @@
 when it runs: `nsysh2d --help` stays light."""
 from __future__ import annotations
 
+import os
+import traceback
+
 import click
 
-from .kit import FORMATS, Command, emit
 from ..errors import EXIT_WORKLOAD_FAILED, NsysH2DError
+from .kit import Command, emit
+from .options import FORMATS, format_option, output_option
 
 
 # ----------------------------------------------------------------------------------------- check
 @click.command(cls=Command, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--fail", is_flag=True, help="Exit 1 when a copy that blocks, or a write into a pinned source "
               "whose copy was still in flight, was seen (a gate without nsys).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the report here instead of stdout.")
+@format_option(FORMATS)
+@output_option("Write the report here instead of stdout.")
 @click.option("--device", "devices", multiple=True, default=("cuda",), show_default=True,
               help="Device type whose incoming copies are watched (repeatable).")
 @click.argument("script", nargs=-1, type=click.UNPROCESSED, required=True)
@@ -31,8 +35,8 @@ def check(fail, fmt, output, devices, script):
     would read the new values) is flagged too, with both sites. Call sites are the script's own file:line. One thread: copies made by
     other threads or by C++ code outside the dispatcher are not seen (see nsysh2d.checker.runtime).
     """
-    from .. import present
-    from ..checker.runtime import run_script
+    from .. import present   # lazy: --help stays fast
+    from ..checker.runtime import run_script   # lazy: --help stays fast
 
     argv = list(script[1:] if script and script[0] == "--" else script)
     checker, code = run_script(argv, devices)
@@ -47,14 +51,12 @@ def check(fail, fmt, output, devices, script):
 
 
 def script_traceback(e: BaseException) -> str:
-    """The traceback Python would print for the script, from its own first frame (runpy's and nsysh2d's left out)."""
-    import os
-    import traceback
-
-    tb, ours = e.__traceback__, os.path.dirname(os.path.abspath(__file__))
+    """The traceback Python would print for the script, from its own first frame (runpy's and nsysh2d's left out:
+    this command's frames and checker/runtime.py's, which runs the script)."""
+    tb, ours = e.__traceback__, os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     while tb is not None and tb.tb_next is not None:
         f = tb.tb_frame.f_code.co_filename
-        if not (f.startswith("<frozen runpy") or f.endswith("runpy.py") or os.path.dirname(os.path.abspath(f)) == ours):
+        if not (f.startswith("<frozen runpy") or f.endswith("runpy.py") or os.path.abspath(f).startswith(ours)):
             break
         tb = tb.tb_next
     return "".join(traceback.format_exception(type(e), e, tb))

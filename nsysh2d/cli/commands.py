@@ -10,15 +10,18 @@ from pathlib import Path
 
 import click
 
-from ..analyses.options import DEFAULT_STEP_PATTERN, GROUPS
-from .check import check   # commands of their own modules: cli.py stays small
+from ..analyses.options import GROUPS, Options
+from ..errors import BadInput
+from .check import check   # commands of their own modules: commands.py stays small
+from .config import gate_settings, scheduler_setting
+from .kit import Group, emit, error_line, exit_code, note
 from .lint import lint
+from .options import (calls_option, config_option, csv_table_option, direction_option, duration, format_option,
+                      jobs_option, min_duration_option, no_cache_option, nsys_option, output_option, profile_options,
+                      quiet_option, report_options, scheduler_option, source_root_option, steady_after_option,
+                      step_pattern_option)
 from .summary import api_summary, threshold
-from .tools import cache_clear, recipe_path
-from .options import profile_options, source_root_option, steady_after_option
-from .kit import (Group, calls_option, csv_table_option, direction_option, duration, emit, error_line, exit_code,
-                      no_cache_option, report_options, scheduler_option, note, quiet_option, terminal, version_option)
-from .config import scheduler_setting
+from .tools import cache_clear, recipe_path, version_option
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -66,7 +69,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
     If nsys leaves a .qdstrm because it could not find its importer, a QdstrmImporter near the
     nsys binary finishes the job. Prints what it wrote and the command to run next.
     """
-    from ..capture.nsys import CaptureOptions, ProfileRequest, profile_targets
+    from ..capture.nsys import CaptureOptions, ProfileRequest, profile_targets   # lazy: --help stays fast
 
     req = ProfileRequest(list(target), output_dir, name, variants, no_variants, nsys_path, importer_lib, python_exe,
                          dry_run, kineto, sites)
@@ -82,7 +85,7 @@ def profile(output_dir, name, variants, no_variants, nsys_path, trace, cudabackt
               help="How many of the longest calls to list.  [default: 10; html: 500, the timeline's marks]")
 @click.option("--by", type=click.Choice(GROUPS, case_sensitive=False), default="kind", show_default=True,
               help="Group by memory kind, call site, true source class, NVTX range or stream.")
-@click.option("-j", "--jobs", type=click.IntRange(1), help="Reports analyzed in parallel (default: the CPUs this process may use).")
+@jobs_option
 @no_cache_option
 @csv_table_option
 def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, nsys_path, scheduler, steady_after,
@@ -111,9 +114,8 @@ def analyze(reports, min_duration, direction, calls, fmt, output, step_pattern, 
     thread beyond), NSYSH2D_TIMING=1 (threads, memory cap, and the wall time, CPU time and peak
     memory of each stage on stderr).
     """
-    from ..analyses.options import Options
-    from .. import present
-    from ..runner.run import analyze_many
+    from .. import present   # lazy: --help stays fast
+    from ..runner.run import analyze_many   # lazy: --help stays fast
 
     top = top if top is not None else 500 if fmt.lower() == "html" else 10
     opts = Options(min_ns=min_duration, direction=direction.lower(), top=top, step_pattern=step_pattern,
@@ -148,12 +150,9 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
       nsysh2d compare before.sqlite after.sqlite uva.sqlite     # variants: side by side, then first vs each
       nsysh2d compare before-ranks/ after-ranks/                 # rank sets: rank i against rank i
     """
-    from ..analyses.compare import compare as do_compare
-    from ..analyses.compare import compare_many, compare_rank_sets
-    from ..errors import BadInput
-    from ..analyses.options import Options
-    from .. import present
-    from ..runner.run import analyze_all, compare_sides
+    from .. import present   # lazy: --help stays fast
+    from ..analyses.compare import compare as do_compare, compare_many, compare_rank_sets   # lazy: --help stays fast
+    from ..runner.run import analyze_all, compare_sides   # lazy: --help stays fast
 
     paths, ranks = compare_sides(list(traces))
     if len(paths) > 2 and fmt.lower() == "html":
@@ -178,8 +177,7 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
               help="Fail when more long-blocking copies than this are found.")
 @click.option("--count", type=click.Choice(["blocking", "long"], case_sensitive=False), default="blocking", show_default=True,
               help="What a rule counts: long-blocking calls (long and waited for the GPU) or every long call.")
-@click.option("--min-duration", default="100us", show_default=True, callback=duration,
-              help="A call is long when its host-side duration is at least this.")
+@min_duration_option
 @click.option("--max-blocked-per-step", callback=duration, default=None,
               help="Fail when host time in long-blocking copies per NVTX step exceeds this (e.g. 1ms).")
 @click.option("--max-gpu-idle-per-step", callback=duration, default=None,
@@ -191,8 +189,7 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
 @click.option("--baseline", type=click.Path(dir_okay=False), help="Findings stored by `nsysh2d baseline`: fail on new "
               "long-blocking call sites or growth beyond --tolerance.")
 @click.option("--tolerance", default="10%", show_default=True, help="Growth over the baseline allowed (10% or 0.1).")
-@click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
-              help="NVTX ranges that mark one step (with the default and none of them: ProfilerStep#N).")
+@step_pattern_option
 @click.option("--warmup-steps", type=click.IntRange(0), default=0, show_default=True,
               help="With step ranges, the rules judge copies made during steps (the steady state); the first N "
                    "steps are warm-up and not judged either. Without step ranges it cannot apply: the verdict says "
@@ -203,12 +200,10 @@ def compare(traces, min_duration, direction, calls, fmt, output, step_pattern, n
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False), help="Write JUnit XML (one test case per rule).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False),
               help="Append a Markdown summary here (e.g. $GITHUB_STEP_SUMMARY).")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "markdown", "html"], case_sensitive=False),
-              default="table", show_default=True, help="html: the verdict as a page (with -o FILE.html).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the verdict here instead of stdout.")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False),
-              help="pyproject.toml with [tool.nsysh2d.gate] (default: the nearest one).")
-@click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
+@format_option(["table", "json", "markdown", "html"], help="html: the verdict as a page (with -o FILE.html).")
+@output_option("Write the verdict here instead of stdout.")
+@config_option("gate")
+@nsys_option()
 @scheduler_option
 @source_root_option
 @no_cache_option
@@ -235,10 +230,9 @@ def gate(ctx, reports, junit_path, summary_path, fmt, output, config_path, nsys_
       nsysh2d baseline main.sqlite -o nsysh2d-baseline.json
       nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json --junit gate.xml
     """
-    from ..analyses.gate import GateSettings, run_gate
-    from .config import gate_settings
-    from .. import present
-    from ..runner.run import analyze_many
+    from .. import present   # lazy: --help stays fast
+    from ..analyses.gate import GateSettings, run_gate   # lazy: --help stays fast
+    from ..runner.run import analyze_many   # lazy: --help stays fast
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
     given.update(kinds=tuple(given["kinds"]), fail_causes=tuple(given["fail_causes"]),
@@ -262,14 +256,14 @@ def gate(ctx, reports, junit_path, summary_path, fmt, output, config_path, nsys_
 # ----------------------------------------------------------------------------------------- baseline
 @main.command()
 @click.argument("report", type=click.Path(dir_okay=True))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Baseline JSON to write.")
-@click.option("--min-duration", default="100us", show_default=True, callback=duration)
+@output_option("Baseline JSON to write.", required=True)
+@min_duration_option
 @direction_option
 @calls_option
-@click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True)
+@step_pattern_option
 @click.option("--accept", metavar="REASON", help="Why the findings stored are accepted (kept in the file and "
               "shown by the gate), e.g. 'model-init copies, tracked in #123'.")
-@click.option("--nsys", "nsys_path")
+@nsys_option()
 @scheduler_option
 @source_root_option
 @no_cache_option
@@ -281,10 +275,10 @@ def baseline(report, output, min_duration, direction, calls, step_pattern, accep
       nsysh2d baseline main.sqlite -o nsysh2d-baseline.json --accept "model-init copies (#123)"
       nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json
     """
-    from ..analyses.baseline import baseline_from, in_words
-    from ..analyses.options import Options
-    from ..present import to_json
-    from ..runner.run import analyze_all
+    from ..analyses.baseline import baseline_from, in_words   # lazy: --help stays fast
+    from ..present import to_json   # lazy: --help stays fast
+    from ..present.safe import terminal   # lazy: --help stays fast
+    from ..runner.run import analyze_all   # lazy: --help stays fast
 
     opts = Options(min_ns=min_duration, direction=direction.lower(), step_pattern=step_pattern, calls=calls.lower())
     rep, = analyze_all([report], opts, nsys_path, not no_cache, scheduler_setting(scheduler))

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import BadInput
+from ..errors import BadInput, first_line
+from ..source.files import check_regular
 
 try:
     import tomllib
@@ -28,7 +29,6 @@ def find_pyproject(start: Path | None = None) -> Path | None:
 def _load(p: Path, what: str) -> dict:
     """The TOML file, or one line saying why not: a pull request's pyproject may nest arrays or tables
     thousands deep (tomllib recurses), hold integers of thousands of digits or text that is not UTF-8."""
-    from ..errors import first_line
 
     try:
         return tomllib.loads(p.read_text(encoding="utf-8"))
@@ -76,7 +76,6 @@ def tool_section(name: str, keys: set, path: Path | None) -> tuple[dict, Path | 
     p = path or find_pyproject()
     if p is None:
         return {}, None
-    from ..source.files import check_regular
 
     check_regular(p, "the settings file")
     data = _load(p, f"[tool.nsysh2d.{name}]")

@@ -1,24 +1,22 @@
-"""The click plumbing of the CLI: every error as one line and a documented exit code, option bundles
-shared by several commands, output to stdout or a file."""
+"""The click plumbing of the CLI: every error as one line and a documented exit code, a command that never writes
+over its inputs, output to stdout or a file. The options: options.py."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import click
 
-from ..analyses.options import CALLS, DEFAULT_STEP_PATTERN, DIRECTIONS
 from ..errors import EXIT_BAD_INPUT, EXIT_INTERNAL, EXIT_OUTPUT_UNWRITABLE, NsysH2DError
-from ..present.safe import log_lines, terminal   # what reaches a terminal or a CI log (docs/security.md)
-from .options import QuietGroup, source_root_option, steady_after_option
-from .quiet import note, quiet_option  # noqa: F401 (the CLI's options, kept with the rest)
-
-FORMATS = ["table", "json", "csv", "markdown"]
-REPORT_FORMATS = FORMATS + ["html"]   # analyze, compare, threshold: a self-contained page (present/html.py)
+from .options import quiet_option
+from .quiet import note  # noqa: F401 (commands import it from here with emit)
 
 
 def error_line(message: str) -> str:
     """One line on stderr whatever the message holds (a file name may contain a newline or escapes)."""
+    from ..present.safe import terminal   # lazy: --help stays fast
+
     text = terminal(message)
     return "nsysh2d: error: " + "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
 
@@ -62,16 +60,20 @@ def _is_interrupt(e: BaseException) -> bool:
 
 
 def interrupted():
-    import signal
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise NsysH2DError("interrupted", 130) from None
 
 
-class Group(QuietGroup):
-    """Turns every error into one line on stderr and a documented exit code."""
+class Group(click.Group):
+    """Turns every error into one line on stderr and a documented exit code; every command also takes -q/--quiet
+    after its name (a user types it there as often)."""
 
     command_class = Command
+
+    def add_command(self, cmd, name=None) -> None:
+        if not any(p.name == "quiet" for p in cmd.params):
+            quiet_option(cmd)
+        super().add_command(cmd, name)
 
     def invoke(self, ctx):
         # Ctrl-C is caught here, before click's main turns it into Abort after printing a blank line; a
@@ -86,8 +88,6 @@ class Group(QuietGroup):
             raise
 
     def main(self, *args, **kwargs):
-        import signal
-
         def on_sigint(_sig, _frame):   # once: later ones (DuckDB's threads, pool workers) are ignored
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             raise KeyboardInterrupt
@@ -122,74 +122,22 @@ class Group(QuietGroup):
             if _is_interrupt(e):
                 fail("interrupted", 130)
             if type(e).__name__ == "OutOfMemoryException":
-                from ..source.connection import memory_limit
+                from ..source.connection import memory_limit   # lazy: imports duckdb
                 fail(f"out of memory (DuckDB limit {memory_limit()}; raise it with NSYSH2D_MEMORY_LIMIT=4GB "
                       "or use fewer threads with NSYSH2D_THREADS=2)", EXIT_INTERNAL)
             fail(f"internal error: {type(e).__name__}: {e} (set NSYSH2D_DEBUG=1 for a traceback and "
                   "please report it)", EXIT_INTERNAL)
 
 
-
-
-csv_table_option = click.option(
-    "--csv-table", type=click.Choice(["groups", "totals", "calls"], case_sensitive=False), default="groups",
-    show_default=True, help="With --format csv: the --by groups, one row of totals per report, or the longest calls "
-                            "(as many as --top) with every column of the JSON's top list.")
-
-
-def show_version(ctx, _param, value) -> None:
-    """--version: nsysh2d, and what it runs with (read without importing DuckDB), and the nsys it would use."""
-    if not value or ctx.resilient_parsing:
-        return
-    import platform
-    import subprocess
-    from importlib.metadata import PackageNotFoundError, version
-
-    from .. import __version__
-    from ..errors import NsysH2DError
-    from ..capture.nsys import find_nsys
-
-    def pkg(name):
-        try:
-            return version(name)
-        except PackageNotFoundError:
-            return "not installed"
-
-    try:
-        exe = find_nsys()
-        try:
-            out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            out = "its version could not be read"
-        nsys = f"{terminal(exe)} ({terminal(out.splitlines()[-1] if out else '?')})"
-    except NsysH2DError:
-        nsys = "not found (needed by profile and for .nsys-rep inputs; $NSYS or --nsys name one)"
-    from ..source.ingest import compiled_reader
-
-    ints = compiled_reader()
-    reader = (f"compiled (SQLite {ints.sqlite_version})" if ints else
-              f"ADBC {pkg('adbc-driver-sqlite')} (the compiled reader was not built or NSYSH2D_READER=adbc; see setup.py)")
-    click.echo(f"nsysh2d {__version__}\nPython {platform.python_version()}\nDuckDB {pkg('duckdb')} (sqlite scanner "
-               f"{pkg('duckdb-extension-sqlite-scanner')})\nreader of large tables: {reader}\nnsys: {nsys}")
-    ctx.exit(0)
-
-
-def duration(ctx, param, value):
-    from ..units import parse_duration
-
-    try:
-        return parse_duration(value) if value is not None else None
-    except NsysH2DError as e:
-        raise click.BadParameter(str(e)) from None
-
-
 def emit(text: str, output: str | None = None, commands: bool = False) -> None:
     """A command's output to stdout or a file. No line of it can be a CI runner's command (present/safe.py),
     unless `commands`: the gate's own annotations, built by present/ci.py."""
+    from ..present.safe import log_lines   # lazy: --help stays fast
+
     if not commands:
         text = log_lines(text)
     if output:
-        from ..cache import write_output
+        from ..cache import write_output   # lazy: --help stays fast (hashlib, tempfile: 10 ms)
 
         write_output(output, text)
     else:
@@ -214,48 +162,3 @@ def emit(text: str, output: str | None = None, commands: bool = False) -> None:
 
 def exit_code(errors) -> int:
     return max(c for _p, _m, c in errors) if errors else 0
-
-
-direction_option = click.option("--direction", type=click.Choice(DIRECTIONS, case_sensitive=False), default="h2d",
-                                show_default=True, help="Which copies to report.")
-calls_option = click.option(
-    "--calls", type=click.Choice(CALLS, case_sensitive=False), default="async", show_default=True,
-    help="Which copy APIs count: async (cudaMemcpyAsync, cuMemcpyHtoDAsync: should not block), sync (cudaMemcpy, "
-         "cuMemcpyHtoD: block by definition) or all. The per-API table always shows both.")
-
-no_cache_option = click.option("--no-cache", is_flag=True,
-                               help="Neither read nor write the cache (a .nsys-rep is exported anew).")
-
-scheduler_option = click.option(
-    "--scheduler", envvar="NSYSH2D_SCHEDULER", metavar="ADDRESS",
-    help="Analyze the reports on a Dask cluster: its scheduler's address (tcp://host:8786; workers must have "
-         "nsysh2d installed and see the report paths) or 'local' for a LocalCluster here. Also "
-         "$NSYSH2D_SCHEDULER (never a project file). Needs pip install 'nsysh2d[dask]'.")
-
-common_report_options = [
-    click.option("--min-duration", default="100us", show_default=True, callback=duration,
-                 help="A call is long when its host-side duration is at least this (ns, us, ms)."),
-    direction_option,
-    calls_option,
-    click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS, case_sensitive=False), default="table",
-                 show_default=True, help="html: one self-contained page with plots (use with -o FILE.html)."),
-    click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout."),
-    click.option("--step-pattern", default=DEFAULT_STEP_PATTERN, show_default=True,
-                 help="Regular expression naming the NVTX ranges that mark one step (per-step figures). With the "
-                      "default and no such range, torch.profiler's ProfilerStep#N ranges are the steps."),
-    click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs."),
-    scheduler_option,
-    source_root_option,
-    steady_after_option,
-]
-
-
-def report_options(f):
-    for opt in reversed(common_report_options):
-        f = opt(f)
-    return f
-
-
-# The options of `profile` (nsys.py does the work; profiling never imports duckdb or polars).
-version_option = click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=show_version,
-                              help="Show nsysh2d's version, the Python, DuckDB and nsys it uses, and exit.")

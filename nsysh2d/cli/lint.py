@@ -6,7 +6,10 @@ from pathlib import Path
 
 import click
 
+from ..rules.fixes import RULES
+from .config import lint_settings
 from .kit import Command, emit, error_line
+from .options import config_option, format_option, output_option
 
 LINT_FORMATS = ["text", "json", "sarif", "github"]
 
@@ -17,15 +20,13 @@ def _names(_ctx, _param, values) -> list[str]:
 
 @click.command(cls=Command)
 @click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(LINT_FORMATS, case_sensitive=False), default="text",
-              show_default=True, help="text: path:line:col: RULE message; sarif: SARIF 2.1.0 for GitHub code "
-                                      "scanning; github: workflow annotations.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here instead of stdout.")
+@format_option(LINT_FORMATS, "text", help="text: path:line:col: RULE message; sarif: SARIF 2.1.0 for GitHub code "
+                                           "scanning; github: workflow annotations.")
+@output_option("Write here instead of stdout.")
 @click.option("--select", multiple=True, callback=_names, help="Only these rules (codes or names; comma-separated, "
               "repeatable). Default: [tool.nsysh2d.lint] select, else all.")
 @click.option("--ignore", multiple=True, callback=_names, help="Leave these rules out (added to the config's).")
-@click.option("--config", "config_path", type=click.Path(dir_okay=False),
-              help="pyproject.toml with [tool.nsysh2d.lint] (default: the nearest one).")
+@config_option("lint")
 def lint(paths, fmt, output, select, ignore, config_path):
     """Find non_blocking host-to-device copies that block, in Python source, before anything runs.
 
@@ -44,11 +45,8 @@ def lint(paths, fmt, output, select, ignore, config_path):
       H2D000 suppression-without-reason
     Accept a site on its line: `# nsysh2d: ok[H2D001] <reason>` (or vLLM's `# gpu-sync-ok: <reason>`).
     """
-    from .. import present
-    from .config import lint_settings
-    from ..rules.fixes import RULES
-    from ..static import Settings
-    from ..static import lint as run_lint
+    from .. import present   # lazy: --help stays fast
+    from ..static import Settings, lint as run_lint   # lazy: --help stays fast
 
     section, conf = lint_settings(Path(config_path) if config_path else None)
     result = run_lint(list(paths) or ["."], Settings.from_config(section, conf, select, ignore))

@@ -22,14 +22,10 @@ def env_for_command(ctx, name: str, value: str) -> None:
     ctx.call_on_close(restore)
 
 
-def _set_quiet(ctx, _param, value) -> None:
+def set_quiet(ctx, _param, value) -> None:
+    """-q's callback (the option: cli/options.py)."""
     if value:   # read where progress and notes are written (run.py, kineto.py, profile)
         env_for_command(ctx, "NSYSH2D_QUIET", "1")
-
-
-quiet_option = click.option("-q", "--quiet", is_flag=True, expose_value=False, is_eager=True, callback=_set_quiet,
-                            help="No progress and no notes on stderr (errors still say why); before or after the "
-                                 "command: nsysh2d -q analyze ..., nsysh2d analyze -q ...")
 
 
 def quiet() -> bool:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import click
 
-from .kit import FORMATS, REPORT_FORMATS, Command, emit, error_line, no_cache_option, note, scheduler_option, terminal
+from .config import scheduler_setting
+from .kit import Command, emit, error_line, note
+from .options import (FORMATS, REPORT_FORMATS, format_option, jobs_option, no_cache_option, nsys_option,
+                      output_option, scheduler_option)
 
 
 @click.command("api-summary", cls=Command)
 @click.argument("reports", nargs=-1, required=True, type=click.Path(dir_okay=True))
-@click.option("--format", "fmt", type=click.Choice(FORMATS, case_sensitive=False), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
-@click.option("--nsys", "nsys_path", help="nsys binary used to export .nsys-rep inputs.")
-@click.option("-j", "--jobs", type=click.IntRange(1), help="Reports summarized in parallel (default: the CPUs this process may use).")
+@format_option(FORMATS)
+@output_option()
+@nsys_option()
+@jobs_option
 @scheduler_option
 @no_cache_option
 def api_summary(reports, fmt, output, nsys_path, jobs, scheduler, no_cache):
@@ -25,9 +28,8 @@ def api_summary(reports, fmt, output, nsys_path, jobs, scheduler, no_cache):
       nsysh2d api-summary run.sqlite
       nsysh2d api-summary rank-folder/ -j 4 --format csv -o api.csv
     """
-    from .config import scheduler_setting
-    from .. import present
-    from ..runner.run import analyze_many
+    from .. import present   # lazy: --help stays fast
+    from ..runner.run import analyze_many   # lazy: --help stays fast
 
     done, errors = analyze_many(list(reports), None, (), jobs=jobs, nsys=nsys_path, use_cache=not no_cache,
                                 scheduler=scheduler_setting(scheduler), analysis="api-summary")
@@ -40,11 +42,11 @@ def api_summary(reports, fmt, output, nsys_path, jobs, scheduler, no_cache):
 
 @click.command(cls=Command)
 @click.argument("sweep", type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(REPORT_FORMATS, case_sensitive=False), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write here (atomically) instead of stdout.")
+@format_option(REPORT_FORMATS)
+@output_option()
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
               help="Also draw host time vs payload per variant (.png or .svg; needs matplotlib).")
-@click.option("--nsys", "nsys_path", help="nsys binary used to export a .nsys-rep input.")
+@nsys_option("nsys binary used to export a .nsys-rep input.")
 def threshold(sweep, fmt, output, plot_path, nsys_path):
     """Payload threshold of blocking copies, from a workloads/h2d_sweep.py trace.
 
@@ -56,9 +58,10 @@ def threshold(sweep, fmt, output, plot_path, nsys_path):
       nsysh2d profile --no-variants --sample none --cudabacktrace none workloads/h2d_sweep.py
       nsysh2d threshold nsysh2d-out/h2d_sweep.sqlite --plot threshold.png
     """
-    from .. import present
-    from ..present.plots import save_threshold_plot
-    from ..runner.run import analyze_one
+    from .. import present   # lazy: --help stays fast
+    from ..present.plots import save_threshold_plot   # lazy: --help stays fast
+    from ..present.safe import terminal   # lazy: --help stays fast
+    from ..runner.run import analyze_one   # lazy: --help stays fast
 
     result = analyze_one(sweep, None, nsys_path, analysis="threshold")
     if plot_path:

@@ -2,6 +2,8 @@
 command hands output() a view (views.py) of its result: the one place a format is chosen."""
 from __future__ import annotations
 
+from ..cache import append_output, write_output
+from .ci import github_annotations, junit, summary_markdown
 from .lint import LintView  # noqa: F401
 from .render import Column, Section, cell, document, render_sections, rows_csv, to_json  # noqa: F401
 from .views import (AnalyzeView, ApiSummaryView, CheckView, CompareManyView, CompareRanksView, CompareView,  # noqa: F401
@@ -22,8 +24,6 @@ def output(fmt: str, view: View) -> str:
 
 def gate_files(result, junit_path: str | None, summary_path: str | None, github: bool) -> str:
     """Writes the JUnit file and appends the step summary; returns the GitHub annotations to print."""
-    from ..cache import append_output, write_output
-    from .ci import github_annotations, junit, summary_markdown
 
     doc = result.to_json()
     verdicts, errors = doc["verdicts"], doc.get("errors", [])

@@ -1,16 +1,17 @@
 """What CI systems read: JUnit XML, a Markdown step summary, GitHub Actions annotations."""
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from ..rules.sites import KINETO_DEF
+from ..units import format_bytes, format_ns
 from . import safe
 
 
 def offender_line(o: dict, esc=safe.terminal, fix: bool = True) -> str:
     """One offending copy in words; `esc` makes its trace strings safe for the output it goes to (the fix
     text is ours). fix=False: without the fix, for a list that gives each fix once (fix_lines)."""
-    from ..units import format_bytes, format_ns
 
     if "host_ns" in o:
         where = o.get("site_line") or o.get("site") or o.get("nvtx_range")
@@ -22,7 +23,6 @@ def offender_line(o: dict, esc=safe.terminal, fix: bool = True) -> str:
 
 def _figure(key: str, value, esc) -> str:
     """A finding's figure in words: 15.17 ms, not long_ns=15167451."""
-    from ..units import format_bytes, format_ns
 
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         if key.endswith("_ns") or key.endswith("_ns_per_step"):
@@ -114,7 +114,6 @@ def unique_offenders(verdict: dict) -> list[dict]:
 def github_annotations(verdicts: list[dict]) -> str:
     """One error per failed rule, and one on each source line (file=, line=) where an offending copy's
     Python call site is known, so that the pull request shows it at that line."""
-    import re
 
     t, data, prop = safe.terminal, safe.annotation_data, safe.annotation_property
     lines = []

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from ..units import format_ns
 from . import plots, safe
+from .ci import fix_lines, offender_line, shown_note
 from .render import Column, cell
+from .sections import compare_sections, report_heading, threshold_section, waited_cell
 
 CSS = """
 body{font:13px/1.4 system-ui,sans-serif;margin:1.5em auto;max-width:1100px;color:#222}
@@ -59,8 +61,6 @@ TOP_COLUMNS = [Column("host_ns", "host", "ns"), Column("bytes", "bytes", "bytes"
 
 
 def analyze_html(reports, errors) -> str:
-    from .sections import report_heading, waited_cell
-
     body = []
     for i, rep in enumerate(r.to_json() for r in reports):
         t = rep["totals"]
@@ -98,8 +98,6 @@ def analyze_html(reports, errors) -> str:
 
 
 def compare_html(comparison, before: str, after: str) -> str:
-    from .sections import compare_sections
-
     doc = comparison.to_json()
     per = "per step" if doc["per_step"] else "total"
     key = "_per_step" if doc["per_step"] else ""
@@ -131,8 +129,6 @@ def compare_html(comparison, before: str, after: str) -> str:
 
 
 def threshold_html(result) -> str:
-    from .sections import threshold_section
-
     sec = threshold_section(result.series)
     body = [f"<p><code>{esc(result.path)}</code></p>",
             figure(plots.threshold_plot(result.series), "threshold", "median host time per payload; dashed: the "
@@ -142,8 +138,6 @@ def threshold_html(result) -> str:
 
 
 def gate_html(result) -> str:
-    from .ci import fix_lines, offender_line, shown_note
-
     doc = result.to_json()
     body = [f'<p class="{"pass" if doc["passed"] else "fail"}" id="verdict">{"PASS" if doc["passed"] else "FAIL"}</p>']
     for v in doc["verdicts"]:

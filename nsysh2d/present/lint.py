@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from .. import __version__
 from . import safe
 from .render import to_json
 from .views import View
@@ -65,8 +66,6 @@ class LintView(View):
 
     # ------------------------------------------------------------------------------------------ SARIF
     def sarif(self) -> dict:
-        from .. import __version__
-
         codes = list(self.rules)
         rules = [{"id": c, "name": n, "shortDescription": {"text": f"{n} ({k or 'suppression'})"},
                   "help": {"text": fx}, "defaultConfiguration": {"level": LEVELS[lv]},

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import re
 
+from ..errors import BadInput
 from ..units import format_bytes, format_ns
 from . import safe
 
@@ -17,13 +18,12 @@ CLASS_COLORS = {"pageable": "#d62728", "pinned_strided": "#ff7f0e", "pinned": "#
 
 def _plt(what: str = "--format html", svg: bool = True):
     try:
-        import matplotlib
+        import matplotlib   # lazy: matplotlib (about 0.3 s) loads only when a plot is drawn
     except ImportError:
-        from ..errors import BadInput
         raise BadInput(f"{what} needs matplotlib (a dependency of nsysh2d: reinstall it, or pip install matplotlib)") from None
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt   # lazy: matplotlib (about 0.3 s) loads only when a plot is drawn
 
     if svg:
         plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "nsysh2d", "font.size": 8})

@@ -4,9 +4,14 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import sys
 from dataclasses import dataclass, field
 
+from .. import __version__
+from ..units import format_bytes, format_ns
 from . import safe
+from .terminal import table, wrap
 
 
 @dataclass
@@ -27,8 +32,6 @@ class Section:
 
 
 def cell(value, kind: str) -> str:
-    from ..units import format_bytes, format_ns
-
     if value is None:
         return "-"
     if kind == "ns":
@@ -48,7 +51,6 @@ def to_json(obj) -> str:
 
 def document(**fields) -> str:
     """The JSON envelope of every command: {"nsysh2d": version, ...fields}."""
-    from .. import __version__
 
     return to_json({"nsysh2d": __version__, **fields})
 
@@ -94,9 +96,6 @@ def to_markdown(sections: list[Section], heading: str = "") -> str:
 def to_terminal(sections: list[Section], heading: str = "", file=None) -> None:
     """Tables that fit the terminal (or $COLUMNS, or 160 columns when piped): numbers are never cut, long
     names are cut in the middle (start and end kept); notes wrap at the same width (present/terminal.py lays them out)."""
-    import sys
-
-    from .terminal import table, wrap
 
     width = terminal_width(file)
     t = safe.terminal   # a heading, cell, note or line may hold a name from the trace: each is one line
@@ -159,9 +158,6 @@ def column_widths(columns: list[Column], cells: list[list[str]], width: int) -> 
 
 
 def terminal_width(file=None) -> int:
-    import os
-    import sys
-
     # $COLUMNS is the shell's, not a setting of the run: one that is no width from 20 to 10000 (abc, -5,
     # 99999999) is ignored, as if unset, rather than stopping the run.
     cols = (os.environ.get("COLUMNS") or "").strip()

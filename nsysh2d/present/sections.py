@@ -4,9 +4,10 @@ from __future__ import annotations
 from ..analyses.options import GROUPINGS, left_out
 from ..units import format_bytes, format_ns, plural
 from .causes import LAUNCH_QUEUE_FIX, cause_section
+from .ci import fix_lines, offender_line, shown_note
 from .processes import process_section
 from .render import Column, Section, cell
-from .safe import Line, Trusted
+from .safe import Line, Trusted, terminal
 
 STAT_COLUMNS = [
     Column("calls", "calls", "int"), Column("long_calls", "long", "int"),
@@ -266,9 +267,7 @@ def threshold_section(result: list[dict]) -> Section:
 
 def gate_text(result) -> str:
     """The gate's terminal verdict: PASS/FAIL per report, each rule, its first offenders."""
-    from .ci import fix_lines, offender_line, shown_note
-    from .safe import terminal as t
-
+    t = terminal   # a path, rule message or offender may hold a name from the trace
     out = []
     for v in result.to_json()["verdicts"]:
         out.append(f"{'PASS' if v['passed'] else 'FAIL'}  {t(v['path'])}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .render import Column, Section, cell
+from .safe import Line
 
 
 def side_by_side_section(doc: dict) -> Section:
@@ -10,7 +11,6 @@ def side_by_side_section(doc: dict) -> Section:
     rows = [{"figure": r["figure"], **{str(i + 1): cell(v, r["unit"]) for i, v in enumerate(r["values"])}}
             for r in doc["side_by_side"]]
     legend = "; ".join(f"{i + 1} = {{}}" for i in range(n))
-    from .safe import Line
 
     return Section("variants side by side", cols, rows,
                    note="wall p50/p90: per occurrence of the range (the steps: per step); GPU time of its kernels: "

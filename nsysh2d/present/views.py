@@ -3,9 +3,19 @@ Markdown) and, where it has one, its HTML page. present.output(fmt, view) is the
 command writes a view here (or reuses one) and never a ladder of its own."""
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
+from ..analyses.compare import Comparison
+from .ci import summary_markdown
+from .functions import cause_compare_section, functions_section
+from .html import analyze_html, compare_html, gate_html, threshold_html
+from .processes import rank_compare_section
 from .render import Column, Section, render_sections
+from .safe import Line, Trusted
+from .sections import (analyze_sections, check_section, combined_section, compare_sections, gate_text, range_label,
+                       report_heading, threshold_section)
+from .variants import side_by_side_section
 
 
 class View:
@@ -72,12 +82,9 @@ class AnalyzeView(View):
         return [{"path": r.path, **row} for r in self.reports for row in (table(r) or [empty])]
 
     def html(self) -> str:
-        from .html import analyze_html
         return analyze_html(self.reports, self.errors)
 
     def text(self, fmt: str) -> str:
-        from .sections import analyze_sections, combined_section, report_heading
-
         parts = [render_sections(fmt, analyze_sections(r, self.by, show_top=self.top > 0), report_heading(r))
                  for r in self.reports]
         if len(self.reports) > 1:
@@ -102,7 +109,6 @@ class CompareView(View):
 
     def csv_rows(self) -> list[dict]:
         # one table: the totals, each grouping's rows and the NVTX range times, keyed by `by` and `key`
-        from .sections import range_label
 
         doc = self.comparison.to_json()
         rows = [{"by": "totals", "key": "(all)", **doc["totals"]}]
@@ -112,14 +118,9 @@ class CompareView(View):
         return [{"before": self.before, "after": self.after, **row} for row in rows]
 
     def html(self) -> str:
-        from .html import compare_html
         return compare_html(self.comparison, self.before, self.after)
 
     def sections(self) -> list[Section]:
-        from .functions import cause_compare_section, functions_section
-        from .processes import rank_compare_section
-        from .sections import compare_sections
-
         doc = self.comparison.to_json()
         more = [rank_compare_section(doc), cause_compare_section(doc), functions_section(doc)]
         return compare_sections(self.comparison) + [s for s in more if s]
@@ -140,9 +141,6 @@ class CompareManyView(View):
                 for r in self.comparison.to_json()["side_by_side"]]
 
     def text(self, fmt: str) -> str:
-        from ..analyses.compare import Comparison
-        from .variants import side_by_side_section
-
         doc = self.comparison.to_json()
         parts = [render_sections(fmt, [side_by_side_section(doc)])]
         parts += [CompareView(Comparison(p), self.paths[0], b).text(fmt) for p, b in zip(doc["pairs"], self.paths[1:])]
@@ -156,8 +154,6 @@ class CompareRanksView(View):
     paths: list      # the before ranks, then the after ranks
 
     def _views(self) -> list[CompareView]:
-        from ..analyses.compare import Comparison
-
         pairs = self.comparison.to_json()["pairs"]
         return [CompareView(Comparison(p), self.paths[i], self.paths[len(pairs) + i]) for i, p in enumerate(pairs)]
 
@@ -168,8 +164,6 @@ class CompareRanksView(View):
         return [{"rank": i, **row} for i, v in enumerate(self._views()) for row in v.csv_rows()]
 
     def text(self, fmt: str) -> str:
-        from .processes import rank_compare_section
-
         ranks = rank_compare_section(self.comparison.to_json())
         return "\n".join([render_sections(fmt, [ranks])] + [v.text(fmt) for v in self._views()])
 
@@ -194,11 +188,9 @@ class ThresholdView(View):
         return rows
 
     def html(self) -> str:
-        from .html import threshold_html
         return threshold_html(self.result)
 
     def sections(self) -> list[Section]:
-        from .sections import threshold_section
         return [threshold_section(self.result.series)]
 
 
@@ -210,16 +202,12 @@ class GateView(View):
         return self.result.to_json()
 
     def html(self) -> str:
-        from .html import gate_html
         return gate_html(self.result)
 
     def text(self, fmt: str) -> str:
         if fmt == "markdown":
-            from .ci import summary_markdown
-
             doc = self.result.to_json()
             return summary_markdown(doc["verdicts"], doc.get("errors", []))
-        from .sections import gate_text
         return gate_text(self.result)
 
 
@@ -234,7 +222,6 @@ class CheckView(View):
         return self.report["by_site"]
 
     def sections(self) -> list[Section]:
-        from .sections import check_section
         return [check_section(self.report)]
 
 
@@ -256,10 +243,6 @@ class ApiSummaryView(View):
         return [{"path": d["path"], **r} for d in self.docs for r in d["rows"]]
 
     def text(self, fmt: str) -> str:
-        from collections import Counter
-
-        from .safe import Line, Trusted
-
         note = "time %: share of the API time listed, not of the run's wall time"
 
         def twins(rows):   # one name in several rows: say why (name_id in JSON tells them apart)

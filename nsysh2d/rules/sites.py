@@ -14,8 +14,9 @@ BUILT_IN = "<built-in>"   # the file of a Kineto frame that is a C function (`<b
 
 
 # nsysh2d's own frames (the runtime checker's dispatch mode sits between the user's copy and CUDA) are
-# never the user's program.
-OWN = re.compile(r"/nsysh2d/(runtime|cli_check|pytest_plugin|torch_profile|capture/site_hook)\.py$")
+# never the user's program: where they are now (issue 55's wings), and where traces captured before put them.
+OWN = re.compile(r"/nsysh2d/(checker/runtime|checker/pytest_plugin|cli/check|capture/torch_profile|capture/site_hook"
+                 r"|runtime|cli_check|pytest_plugin|torch_profile)\.py$")
 
 
 # torch.profiler (Kineto) names a frame's file relative to the sys.path entry it was found under

@@ -12,9 +12,10 @@ import fnmatch
 import os
 from dataclasses import asdict, dataclass, field
 
+from ..cpus import usable_cpus
+from ..errors import BadInput
 from ..rules.allowlist import accepted, comments, mark, unknown_rules
 from ..rules.fixes import RULES
-from ..cpus import usable_cpus
 from .flow import Hit
 from .passes import copies, run_passes
 
@@ -38,7 +39,6 @@ class Settings:
     @classmethod
     def from_config(cls, section: dict, config_path, select=(), ignore=()) -> "Settings":
         """[tool.nsysh2d.lint] with --select/--ignore over it (the command line wins); bad rule names: BadInput."""
-        from ..errors import BadInput
 
         s = cls(**{k.replace("-", "_"): list(v) for k, v in section.items()})
         s.root = os.path.dirname(os.path.abspath(config_path)) if config_path else os.getcwd()

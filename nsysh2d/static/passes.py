@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import threading
 
 from .facts import Facts, Module, attribute_facts
 from .flow import Flow, Hit
@@ -33,14 +34,13 @@ def run_passes(jobs: dict[str, str], fact_only: dict[str, str], cpus: int, accep
     items = [(p, t, True) for p, t in jobs.items()] + [(p, t, False) for p, t in fact_only.items()]
     size = sum(len(t) for _p, t, _l in items)
     n = min(cpus, max(1, len(items)))
-    import threading
 
     # fork only a process of one thread (a lock held by another thread would stay held in the child)
     if n < 2 or size < PARALLEL_BYTES or not hasattr(os, "fork") or threading.active_count() > 1:
         shard = Shard(items, accept_inside)
         facts = merge([shard.pass1()])
         return shard.pass2(facts), shard.errors
-    import multiprocessing as mp
+    import multiprocessing as mp   # lazy: only a lint of many large files starts processes (a pre-commit hook starts fast)
 
     ctx = mp.get_context("fork")   # the texts reach the workers without pickling
     shards = [[] for _ in range(n)]
