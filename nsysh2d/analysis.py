@@ -25,6 +25,7 @@ from .analyses.options import (  # noqa: F401 - the library's public names
     API_GROUPS, DEFAULT_MIN_NS, DEFAULT_STEP_PATTERN, DIRECTIONS, GROUPS, Options,
 )
 from .analyses.range_times import TOP, RangeTimes, range_times
+from .analyses.threshold import ThresholdResult, sweep_rows, thresholds
 from .model import CopyModel
 from .source.files import damage_is_bad_input
 from .units import format_bytes, format_ns, parse_duration  # noqa: F401
@@ -88,8 +89,6 @@ class Analysis:
 
     def threshold(self):
         """The payload thresholds of a workloads/h2d_sweep.py trace (analyses/threshold.py)."""
-        from .analyses.threshold import ThresholdResult, sweep_rows, thresholds   # lazy: imports polars
-
         with damage_is_bad_input(self.path):
             return ThresholdResult(self.path, thresholds(sweep_rows(self.model)))
 

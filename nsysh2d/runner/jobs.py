@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import __version__
+from ..analyses.h2d_blocking import Report
 from ..analyses.options import Options
+from ..analyses.range_times import RangeTimes
+from ..analyses.threshold import ThresholdResult
 from ..cache import atomic_write, cache_dir, cache_root, check_private, entry_digest, file_key
 from ..rules.sites import source_root as this_source_root
 from ..source.files import is_sqlite
@@ -67,25 +70,6 @@ class Codec:
     from_json: Callable    # dict -> result; raises KeyError/TypeError/ValueError/AttributeError on another shape
 
 
-# The typed results' modules are read only when a result is (the report's pulls in the analysis stack).
-def _report_from_json(d: dict):
-    from ..analyses.h2d_blocking import Report   # lazy: keeps `import runner.jobs` light (CLI start-up)
-
-    return Report.from_json(d)
-
-
-def _threshold_from_json(d: dict):
-    from ..analyses.threshold import ThresholdResult   # lazy: as above
-
-    return ThresholdResult.from_json(d)
-
-
-def _range_times_from_json(d: dict):
-    from ..analyses.range_times import RangeTimes   # lazy: as above
-
-    return RangeTimes.from_json(d)
-
-
 def _summary_from_json(d: dict) -> dict:
     if not isinstance(d.get("path"), str) or not all(isinstance(r, dict) for r in d["rows"]):
         raise TypeError("not an api-summary")
@@ -93,10 +77,10 @@ def _summary_from_json(d: dict) -> dict:
 
 
 RESULTS = {
-    "report": Codec(lambda rep: rep.to_json(), _report_from_json),
+    "report": Codec(Report.to_json, Report.from_json),
     "api-summary": Codec(lambda d: d, _summary_from_json),
-    "threshold": Codec(lambda r: r.to_json(), _threshold_from_json),
-    "range-times": Codec(lambda r: r.to_json(), _range_times_from_json),
+    "threshold": Codec(ThresholdResult.to_json, ThresholdResult.from_json),
+    "range-times": Codec(RangeTimes.to_json, RangeTimes.from_json),
 }
 
 
@@ -105,8 +89,6 @@ def compute(job: Job):
     # lazy: the facade loads DuckDB and the model; a cache hit never gets here
     from ..analysis import Analysis
 
-    if job.analysis not in RESULTS:
-        raise ValueError(f"no analysis {job.analysis!r}")
     a = Analysis(job.path, nsys=job.nsys, use_cache=job.use_cache)
     try:
         if job.analysis == "report":
@@ -174,5 +156,7 @@ def _source_root(root: str | None):
 def run_job(job: Job):
     """One job's result (every executor and the nsys recipe call this). A cache hit never loads DuckDB or
     polars: the warm path stays near process start-up time."""
+    if job.analysis not in RESULTS:
+        raise ValueError(f"no analysis {job.analysis!r}")
     with _source_root(job.source_root):
         return cached(job, lambda: compute(job))
