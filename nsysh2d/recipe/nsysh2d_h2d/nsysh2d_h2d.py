@@ -46,7 +46,8 @@ class NsysH2D(recipe.Recipe):
     def get_argument_parser(cls):
         parser = super().get_argument_parser()
         parser.add_recipe_argument("--input", nargs="+", required=True,
-                                   help="nsys SQLite exports, .nsys-rep files or torch.profiler (Kineto) traces, or folders of them.")
+                                   help="nsys SQLite exports, .nsys-rep files or torch.profiler (Kineto) traces, "
+                                   "or folders of them.")
         parser.add_recipe_argument(Option.OUTPUT)
         parser.add_recipe_argument(Option.FORCE_OVERWRITE)
         parser.add_recipe_argument("--min-duration", default="100us", help="A call is long from this host time on.")
