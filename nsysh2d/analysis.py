@@ -32,6 +32,8 @@ from .units import format_bytes, format_ns, parse_duration  # noqa: F401
 
 
 class Analysis:
+    """One trace and every analysis of it, one method each; close() when done (or leave it to the process's end)."""
+
     def __init__(self, path: str, nsys: str | None = None, use_cache: bool = True, threads: int | None = None):
         """nsys: the binary that exports a .nsys-rep; use_cache=False: neither read nor write the cache folder
         (a .nsys-rep is then exported to a folder removed on close); threads: DuckDB's (default cpus.py's)."""

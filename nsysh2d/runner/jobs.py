@@ -92,12 +92,12 @@ def compute(job: Job):
     a = Analysis(job.path, nsys=job.nsys, use_cache=job.use_cache)
     try:
         if job.analysis == "report":
-            return a.result(job.opts, job.groups)
+            return a.result(job.opts or Options(), job.groups)
         if job.analysis == "api-summary":
             return a.api_summary()
         if job.analysis == "threshold":
             return a.threshold()
-        return a.range_times(job.opts.step_pattern)
+        return a.range_times((job.opts or Options()).step_pattern)
     finally:
         a.close()
 
