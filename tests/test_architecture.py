@@ -107,7 +107,7 @@ def import_graph() -> dict[str, set[str]]:
 
 def test_no_import_cycles():
     """Issue 36: orchestration never sits below what it drives (run.py picks an executor; executors.py and
-    cluster.py map jobs.py's report_job; gate.py and baseline.py share analyses/rules.py), checked over every
+    cluster.py map jobs.py's run_job over Jobs; gate.py and baseline.py share analyses/rules.py), checked over every
     import."""
     graph = import_graph()
     assert graph["nsysh2d.runner.run"] >= {"nsysh2d.runner.executors"} and "nsysh2d.runner.cluster" not in graph["nsysh2d.runner.run"]
@@ -194,13 +194,14 @@ def test_executors_are_one_strategy(tmp_path):
     from nsysh2d.analyses.options import Options
     from nsysh2d.runner.cluster import Dask
     from nsysh2d.runner.executors import Processes, Serial, executor
+    from nsysh2d.runner.jobs import Job
 
     assert isinstance(executor(None, 1), Serial) and isinstance(executor(None, 2), Processes)
     assert isinstance(executor("local", 2), Dask) and executor("local", 1).workers is None
     out = {}
     for ex in (Serial(), Processes(2)):
         got = {}
-        ex.map([str(BEFORE), str(AFTER)], (Options(), (), None, False, "range-times"),
+        ex.map([Job(str(p), "range-times", Options(), use_cache=False) for p in (BEFORE, AFTER)],
                lambda i, result: got.__setitem__(i, result().to_json()))
         out[type(ex).__name__] = got
     assert out["Serial"] == out["Processes"] and sorted(out["Serial"]) == [0, 1]

@@ -196,15 +196,14 @@ def real_nsys():
         pytest.skip("no nsys CLI on this machine (.ci/run installs one)")
 
 
-@pytest.mark.parametrize("mode", ["none", "concurrent", "dask-futures"])
-def test_nsys_recipe_runs_the_same_analysis(real_nsys, tmp_path, mode):
+def _recipe(real_nsys, inputs, mode, out, cwd):
+    """Runs the recipe the README's way (works on an install with the recipe runner's folder and on Debian's,
+    which lacks it); returns the nsys process."""
     from nsysh2d.capture.recipe_runner import recipe_runner_gap
 
     folder = run_cli("recipe-path").stdout.strip()
     assert (Path(folder) / "nsysh2d_h2d" / "metadata.json").is_file()
-    inputs = [*map(str, REPORTS[:3]), str(tmp_path / "missing.sqlite")]
     env = {**os.environ, "NSYS_RECIPE_PATH": folder, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    # The README's way: works on an install with the recipe runner's folder and on Debian's, which lacks it.
     runner = run_cli("recipe-path", "--nsys-shadow", "--nsys", real_nsys).stdout.strip()
     if recipe_runner_gap(real_nsys) is None:
         assert runner == real_nsys
@@ -212,9 +211,14 @@ def test_nsys_recipe_runs_the_same_analysis(real_nsys, tmp_path, mode):
         plain = subprocess.run([real_nsys, "recipe", "nsysh2d_h2d", "--help"], capture_output=True, text=True,
                                env=env, timeout=120)
         assert "third_party" in plain.stdout + plain.stderr and runner != real_nsys
-    r = subprocess.run([runner, "recipe", "nsysh2d_h2d", "--input", *inputs, "--mode", mode, "--output",
-                        str(tmp_path / "out"), "--no-cache"], capture_output=True, text=True, env=env, cwd=tmp_path,
-                       timeout=600)
+    return subprocess.run([runner, "recipe", "nsysh2d_h2d", "--input", *inputs, "--mode", mode, "--output",
+                           str(out), "--no-cache"], capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+
+
+@pytest.mark.parametrize("mode", ["none", "concurrent", "dask-futures"])
+def test_nsys_recipe_runs_the_same_analysis(real_nsys, tmp_path, mode):
+    inputs = [*map(str, REPORTS[:3]), str(tmp_path / "missing.sqlite")]
+    r = _recipe(real_nsys, inputs, mode, tmp_path / "out", tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     doc = json.loads((tmp_path / "out" / "reports.json").read_text())
     local = json.loads(run_cli("analyze", *inputs, "--format", "json", "--no-cache", cwd=ROOT).stdout)
@@ -222,3 +226,26 @@ def test_nsys_recipe_runs_the_same_analysis(real_nsys, tmp_path, mode):
     analysis = json.loads((tmp_path / "out" / "out.nsys-analysis").read_text())
     assert analysis["Mode"] == mode and analysis["Reports"] == 3 and analysis["Errors"] == 1
     assert "not analyzed:" in (tmp_path / "out" / "report.txt").read_text()
+
+
+def test_nsys_recipe_expands_folders_as_the_cli(real_nsys, tmp_path):
+    """Issue 55: the recipe's inputs are the CLI's (source.files.expand_inputs): a folder's Kineto traces are
+    analyzed too, in name order with numbers as numbers (rank2, rank3, rank10), and a JSON file that is no trace
+    is left out."""
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    kineto = ROOT / "tests/data/kineto"
+    shutil.copy(kineto / "qwen3vl-before.pt.trace.json.gz", ranks / "q-rank10.pt.trace.json.gz")
+    shutil.copy(kineto / "qwen3vl-after.pt.trace.json.gz", ranks / "q-rank2.pt.trace.json.gz")
+    shutil.copy(REPORTS[1], ranks / "q-rank3.sqlite")
+    (ranks / "config.json").write_text('{"not": "a trace"}')
+    r = _recipe(real_nsys, [str(ranks)], "none", tmp_path / "out", tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    want = [str(ranks / n) for n in ("q-rank2.pt.trace.json.gz", "q-rank3.sqlite", "q-rank10.pt.trace.json.gz")]
+    analysis = json.loads((tmp_path / "out" / "out.nsys-analysis").read_text())
+    assert analysis["InputFiles"] == want and analysis["Reports"] == 3 and analysis["Errors"] == 0
+    doc = json.loads((tmp_path / "out" / "reports.json").read_text())
+    assert [rep["path"] for rep in doc["reports"]] == want
+    assert [rep["format"] for rep in doc["reports"]] == ["kineto", "nsys-sqlite", "kineto"]
+    local = json.loads(run_cli("analyze", str(ranks), "--format", "json", "--no-cache", cwd=tmp_path).stdout)
+    assert doc == local

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from ..errors import BadInput
 from ..source.files import damage_is_bad_input
+
+if TYPE_CHECKING:
+    import polars as pl
 
 
 def sweep_rows(model) -> pl.DataFrame:
@@ -66,6 +68,8 @@ def threshold_report(path: str, nsys: str | None = None, use_cache: bool = True)
 
 
 def thresholds(rows: pl.DataFrame) -> list[dict]:
+    import polars as pl   # lazy: a cached ThresholdResult is read back without polars (runner/jobs.py)
+
     out = []
     for (variant, backlog_us, inflight), g in rows.group_by(["variant", "backlog_us", "inflight"], maintain_order=True):
         per_size = g.group_by("payload").agg(

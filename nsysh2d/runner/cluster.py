@@ -8,29 +8,29 @@ NO_WORKER_S seconds the run stops with an error instead of waiting forever.
 """
 from __future__ import annotations
 
+import json
+import logging
 import os
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 
+from ..cpus import MAX_THREADS, analysis_threads, usable_cpus
 from ..errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
+from ..rules.sites import source_root
+from .jobs import RESULTS, Job, run_job
 
 NO_WORKER_S = float(os.environ.get("NSYSH2D_NO_WORKER_TIMEOUT", "60"))
 
 
-def task(path: str, opts, groups, nsys, use_cache, analysis: str = "report", source_root: str | None = None) -> str:
-    """Runs on a worker: the result's JSON (jobs.ANALYSES), or its error (an NsysH2DError is a result, not a
-    failure), as JSON text: what comes back is plain data, read by json on the client. source_root: the client's,
-    where Kineto call sites' files are looked for (sites.resolve), so a worker names them as a local run does."""
-    import json
-
-    from .jobs import ANALYSES, report_job
-
-    if source_root:
-        os.environ["NSYSH2D_SOURCE_ROOT"] = source_root
-
+def task(job: Job) -> str:
+    """Runs on a worker: the job's result as JSON (jobs.RESULTS), or its error (an NsysH2DError is a result, not a
+    failure), as JSON text: what comes back is plain data, read by json on the client. The job carries the
+    client's source root (where Kineto call sites' files are looked for, sites.resolve), so a worker names them
+    as a local run does."""
     try:
-        out = {"report": ANALYSES[analysis].to_json(report_job(path, opts, groups, nsys, use_cache, analysis))}
+        out = {"report": RESULTS[job.analysis].to_json(run_job(job))}
     except NsysH2DError as e:
         out = {"error": str(e), "exit_code": e.exit_code}
     return json.dumps(out, default=str)
@@ -38,7 +38,7 @@ def task(path: str, opts, groups, nsys, use_cache, analysis: str = "report", sou
 
 def _distributed():
     try:
-        import distributed
+        import distributed   # lazy: an optional dependency (the [dask] extra), needed only with --scheduler
     except ImportError:
         raise NsysH2DError("--scheduler needs Dask: pip install 'nsysh2d[dask]'", EXIT_BAD_INPUT) from None
     return distributed
@@ -46,12 +46,8 @@ def _distributed():
 
 def connect(scheduler: str, workers: int | None = None):
     """(client, cluster or None) for an address (tcp://host:8786, host:8786) or `local`."""
-    import logging
-
     distributed = _distributed()
     if scheduler == "local":
-        from ..cpus import MAX_THREADS, analysis_threads, usable_cpus
-
         n = workers or min(usable_cpus(), MAX_THREADS)
         # Each worker process's analysis takes its share of this machine's CPUs (cpus.py), not all of them.
         env = {"NSYSH2D_THREADS": str(analysis_threads() if os.environ.get("NSYSH2D_THREADS")
@@ -59,7 +55,7 @@ def connect(scheduler: str, workers: int | None = None):
         # The workers' scratch folder is a new private one, removed with the cluster (Dask's default is
         # $TMPDIR/dask-scratch-space, left behind and shared by every user of the machine).
         scratch = tempfile.mkdtemp(prefix="nsysh2d-dask-")
-        import dask
+        import dask   # lazy: installed with distributed (above)
         dask.config.set({"temporary-directory": scratch})
         cluster = distributed.LocalCluster(n_workers=n, threads_per_worker=1, processes=True, env=env,
                                            dashboard_address=None, silence_logs=logging.ERROR, local_directory=scratch)
@@ -74,23 +70,20 @@ def connect(scheduler: str, workers: int | None = None):
 
 
 class Dask:
-    """The executors.py strategy on a Dask cluster: maps `task` over the reports; done(i, result) gets each as
-    it finishes (result() returns the Report or raises NsysH2DError). args: task's arguments after the path
-    (the analysis last)."""
+    """The executors.py strategy on a Dask cluster: maps `task` over the jobs; done(i, result) gets each as it
+    finishes (result() returns the job's result or raises NsysH2DError)."""
 
     def __init__(self, scheduler: str, workers: int | None = None):
         self.scheduler, self.workers = scheduler, workers
 
-    def map(self, paths: list[str], args, done) -> None:
-        from .jobs import ANALYSES
-
-        from_json = ANALYSES[args[-1] if len(args) > 4 else "report"].from_json
+    def map(self, jobs: list[Job], done) -> None:
+        paths = [job.path for job in jobs]
         distributed = _distributed()
         client, cluster = connect(self.scheduler, self.workers)
         try:
-            from ..rules.sites import source_root
-            futures = client.map(task, paths, *[[a] * len(paths) for a in args], pure=False, retries=2,
-                                 source_root=source_root())
+            # The workers look for Kineto call sites' files under this process's source root, not their own.
+            futures = client.map(task, [replace(job, source_root=job.source_root or source_root()) for job in jobs],
+                                 pure=False, retries=2)
             index = {f.key: i for i, f in enumerate(futures)}
             pending, idle_since = set(futures), None
             while pending:
@@ -99,7 +92,7 @@ class Dask:
                 except TimeoutError:
                     finished = set()
                 for f in finished:
-                    done(index[f.key], lambda f=f: _result(f, paths[index[f.key]], from_json))
+                    done(index[f.key], lambda f=f: _result(f, jobs[index[f.key]]))
                 if finished or client.scheduler_info().get("workers"):
                     idle_since = None
                 elif idle_since is None:
@@ -115,9 +108,8 @@ class Dask:
                 shutil.rmtree(getattr(cluster, "nsysh2d_scratch", ""), ignore_errors=True)
 
 
-def _result(future, path, from_json):
-    import json
-
+def _result(future, job: Job):
+    path = job.path
     try:
         out = json.loads(future.result())
     except Exception as e:   # the task kept failing (a worker killed each time it ran it, ...), or sent no JSON
@@ -126,7 +118,7 @@ def _result(future, path, from_json):
     try:
         if "error" in out:
             raise NsysH2DError(str(out["error"]), int(out["exit_code"]))
-        return from_json(out["report"])
+        return RESULTS[job.analysis].from_json(out["report"])
     except (KeyError, TypeError, ValueError, AttributeError):
         raise NsysH2DError(f"{path}: the Dask cluster's result is not a report", EXIT_INTERNAL) from None
 

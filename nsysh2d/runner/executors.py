@@ -1,18 +1,24 @@
-"""Where the jobs of run.analyze_many run: one strategy, `map(paths, args, done)`, three ways (as nsys's own
-recipe runner maps one function over its files, concurrently or on Dask): Serial in this process, Processes on
-a local pool, Dask (cluster.py) on a cluster. Each calls done(i, result) as job i finishes, in any order;
-result() returns the job's result or raises its NsysH2DError. args: jobs.report_job's arguments after the path."""
+"""Where the jobs of run.analyze_many run: one strategy, `map(jobs, done)`, three ways (as nsys's own recipe
+runner maps one function over its files, concurrently or on Dask): Serial in this process, Processes on a local
+pool, Dask (cluster.py) on a cluster. Each carries the jobs (jobs.Job) unchanged to jobs.run_job and calls
+done(i, result) as job i finishes, in any order; result() returns the job's result or raises its NsysH2DError."""
 from __future__ import annotations
 
-from .jobs import report_job
+import multiprocessing
+import signal
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from .. import cpus
+from .cluster import Dask
+from .jobs import Job, run_job
 
 
 class Serial:
     """One job after another in this process (one report, or -j 1)."""
 
-    def map(self, paths, args, done) -> None:
-        for i, p in enumerate(paths):
-            done(i, lambda p=p: report_job(p, *args))
+    def map(self, jobs: list[Job], done) -> None:
+        for i, job in enumerate(jobs):
+            done(i, lambda job=job: run_job(job))
 
 
 class Processes:
@@ -23,21 +29,14 @@ class Processes:
     def __init__(self, jobs: int):
         self.jobs = jobs
 
-    def map(self, paths, args, done) -> None:
-        import signal
-
+    def map(self, jobs: list[Job], done) -> None:
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        from .. import cpus
-
         # Each worker's analysis takes its share of the CPUs, not all of them (cpus.py).
         pool = ProcessPoolExecutor(max_workers=self.jobs, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=cpus.share, initargs=(self.jobs,))
         try:
             try:
-                futs = {pool.submit(report_job, p, *args): i for i, p in enumerate(paths)}   # starts the workers
+                futs = {pool.submit(run_job, job): i for i, job in enumerate(jobs)}   # starts the workers
             finally:
                 signal.signal(signal.SIGINT, previous)
             for f in as_completed(futs):
@@ -53,7 +52,5 @@ class Processes:
 def executor(scheduler: str | None, jobs: int):
     """The strategy for these settings: a Dask scheduler address (or `local`), else a pool for jobs > 1."""
     if scheduler:
-        from .cluster import Dask
-
         return Dask(scheduler, workers=jobs if jobs > 1 else None)
     return Serial() if jobs == 1 else Processes(jobs)

@@ -1,12 +1,13 @@
-"""One job: one analysis of one input, from the cache of finished results or computed. An analysis is an
-entry of ANALYSES (how to compute it, and its JSON both ways: the cache entry and what a Dask worker sends
-back). run.py maps jobs over many inputs (process pool), cluster.py over a Dask cluster, the nsys recipe over
-its own executors; none of them imports the others. Every analysis so gets the cache, -j and --scheduler.
+"""One job: one analysis of one input (a `Job`), from the cache of finished results or computed through the
+library's facade (`nsysh2d.open(path)`, analysis.py: one method per analysis). run.py maps jobs over many
+inputs (serially or on a process pool, executors.py), cluster.py over a Dask cluster, the nsys recipe over its
+own executors: each carries the same Job and calls run_job; none of them imports the others. Every analysis
+so gets the cache, -j and --scheduler.
 
-The cache is keyed by the export's real path, size, mtime, inode and ctime, the nsysh2d version, the
-SQL shipped and the options, so a changed export or a new release is never served stale. Entries are
-Report.to_json() documents, read back through Report.from_json (a damaged entry is recomputed); the
-folder, its key and the writes are cache.py's.
+RESULTS keeps, per analysis, only how its result round-trips JSON (the cache entry, and what a Dask worker
+sends back). The cache is keyed by the export's real path, size, mtime, inode and ctime, the nsysh2d version,
+the SQL shipped and the job's identity, so a changed export or a new release is never served stale. A damaged
+entry is recomputed; the folder, its key and the writes are cache.py's.
 """
 from __future__ import annotations
 
@@ -14,16 +15,39 @@ import hashlib
 import hmac
 import json
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
 from .. import __version__
+from ..analyses.h2d_blocking import Report
+from ..analyses.options import Options
+from ..analyses.range_times import RangeTimes
+from ..analyses.threshold import ThresholdResult
 from ..cache import atomic_write, cache_dir, cache_root, check_private, entry_digest, file_key
+from ..rules.sites import source_root as this_source_root
+from ..source.files import is_sqlite
+from ..source.sql import load, names
+
+
+@dataclass(frozen=True)
+class Job:
+    """One analysis of one input: plain, picklable data, the same in this process, a pool worker, a Dask worker
+    and the nsys recipe. Its identity (what the result depends on, and so the cache key): path, analysis, opts,
+    groups (the report's groupings; () for the other analyses) and, for a Kineto trace, source_root (where its
+    call sites' files are looked for). How it is run (the result does not change): nsys (the binary that
+    exports a .nsys-rep) and use_cache. source_root None: the running process's (--source-root, else its
+    current folder)."""
+    path: str
+    analysis: str = "report"
+    opts: Options | None = None
+    groups: tuple = ()
+    nsys: str | None = None
+    use_cache: bool = True
+    source_root: str | None = None
 
 
 def _sql_digest() -> str:
-    from ..source.sql import load, names
-
     h = hashlib.sha256()
     for n in names():
         h.update(n.encode())
@@ -31,71 +55,19 @@ def _sql_digest() -> str:
     return h.hexdigest()[:16]
 
 
-def entry_path(path: str, opts, groups, analysis: str = "report") -> str:
-    from ..rules.sites import source_root
-    from ..source.files import is_sqlite
-
+def entry_path(job: Job) -> str:
+    path, opts = job.path, job.opts
     # A Kineto trace's sites are resolved against the source root (sites.resolve): part of its entry's key.
-    root = None if is_sqlite(path) or path.endswith((".nsys-rep", ".qdrep")) else source_root()
-    salt = json.dumps([__version__, _sql_digest(), analysis, vars(opts) if opts is not None else None,
-                       list(groups or ())] + ([root] if root else []), sort_keys=True, default=str)
+    root = None if is_sqlite(path) or path.endswith((".nsys-rep", ".qdrep")) else job.source_root or this_source_root()
+    salt = json.dumps([__version__, _sql_digest(), job.analysis, vars(opts) if opts is not None else None,
+                       list(job.groups or ())] + ([root] if root else []), sort_keys=True, default=str)
     return str(cache_root() / "reports" / f"{file_key(path, salt)}.json")   # cache_dir() when written
 
 
 @dataclass(frozen=True)
-class Analysis:
-    compute: Callable      # (path, opts, groups, nsys, use_cache) -> result
+class Codec:
     to_json: Callable      # result -> dict
     from_json: Callable    # dict -> result; raises KeyError/TypeError/ValueError/AttributeError on another shape
-
-
-def _report_from_json(d: dict):
-    from ..analyses.h2d_blocking import Report
-
-    return Report.from_json(d)
-
-
-def _compute(path, opts, groups, nsys, use_cache=True):
-    from ..analyses.h2d_blocking import analyze
-    from ..model import CopyModel
-    from ..source.files import damage_is_bad_input
-
-    with damage_is_bad_input(path):
-        model = CopyModel.open(path, nsys=nsys, use_cache=use_cache)
-        try:
-            return analyze(model, opts, groups)
-        finally:
-            model.close()
-
-
-def _api_summary(path, _opts, _groups, nsys, use_cache=True):
-    from ..analyses.api_summary import api_summary
-
-    return api_summary(path, nsys, use_cache=use_cache)
-
-
-def _threshold(path, _opts, _groups, nsys, use_cache=True):
-    from ..analyses.threshold import threshold_report
-
-    return threshold_report(path, nsys, use_cache=use_cache)
-
-
-def _threshold_from_json(d: dict):
-    from ..analyses.threshold import ThresholdResult
-
-    return ThresholdResult.from_json(d)
-
-
-def _range_times(path, opts, _groups, nsys, use_cache=True):
-    from ..analyses.range_times import range_times
-
-    return range_times(path, nsys, use_cache, opts.step_pattern)
-
-
-def _range_times_from_json(d: dict):
-    from ..analyses.range_times import RangeTimes
-
-    return RangeTimes.from_json(d)
 
 
 def _summary_from_json(d: dict) -> dict:
@@ -104,12 +76,30 @@ def _summary_from_json(d: dict) -> dict:
     return d
 
 
-ANALYSES = {
-    "report": Analysis(_compute, lambda rep: rep.to_json(), _report_from_json),
-    "api-summary": Analysis(_api_summary, lambda d: d, _summary_from_json),
-    "threshold": Analysis(_threshold, lambda r: r.to_json(), _threshold_from_json),
-    "range-times": Analysis(_range_times, lambda r: r.to_json(), _range_times_from_json),
+RESULTS = {
+    "report": Codec(Report.to_json, Report.from_json),
+    "api-summary": Codec(lambda d: d, _summary_from_json),
+    "threshold": Codec(ThresholdResult.to_json, ThresholdResult.from_json),
+    "range-times": Codec(RangeTimes.to_json, RangeTimes.from_json),
 }
+
+
+def compute(job: Job):
+    """The job's result, computed by the facade's method for its analysis."""
+    # lazy: the facade loads DuckDB and the model; a cache hit never gets here
+    from ..analysis import Analysis
+
+    a = Analysis(job.path, nsys=job.nsys, use_cache=job.use_cache)
+    try:
+        if job.analysis == "report":
+            return a.result(job.opts or Options(), job.groups)
+        if job.analysis == "api-summary":
+            return a.api_summary()
+        if job.analysis == "threshold":
+            return a.threshold()
+        return a.range_times((job.opts or Options()).step_pattern)
+    finally:
+        a.close()
 
 
 def _set_path(result, path: str):
@@ -120,14 +110,14 @@ def _set_path(result, path: str):
     return result
 
 
-def cached(path: str, analysis: str, opts, groups, use_cache, compute):
-    """The result of one analysis of one export: from the cache when an entry of the same shape is there, else
-    computed (and stored)."""
-    kind = ANALYSES[analysis]
-    if not use_cache or path.endswith((".nsys-rep", ".qdrep")) or not os.path.isfile(path):
+def cached(job: Job, compute: Callable):
+    """The result of one job: from the cache when an entry of the same shape is there, else computed (and
+    stored)."""
+    path, codec = job.path, RESULTS[job.analysis]
+    if not job.use_cache or path.endswith((".nsys-rep", ".qdrep")) or not os.path.isfile(path):
         return compute()
     check_private(cache_root())
-    entry = entry_path(path, opts, groups, analysis)
+    entry = entry_path(job)
     try:
         with open(entry, encoding="utf-8") as f:
             stored = json.load(f)
@@ -135,21 +125,38 @@ def cached(path: str, analysis: str, opts, groups, use_cache, compute):
         # cache's key is recomputed.
         if not hmac.compare_digest(str(stored["hmac"]), entry_digest(stored["report"])):
             raise ValueError("cache entry altered")
-        return _set_path(kind.from_json(stored["report"]), path)
+        return _set_path(codec.from_json(stored["report"]), path)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         pass
     result = compute()
     try:
         cache_dir("reports")
-        payload = json.loads(json.dumps(kind.to_json(result), default=str))
+        payload = json.loads(json.dumps(codec.to_json(result), default=str))
         atomic_write(entry, json.dumps({"hmac": entry_digest(payload), "report": payload}))
     except OSError:
         pass  # an unwritable cache folder only costs speed
     return result
 
 
-def report_job(path: str, opts, groups, nsys, use_cache, analysis: str = "report"):
-    """One job (the name is older than ANALYSES: the Report is the default analysis). A cache hit never loads
-    DuckDB or polars: the warm path stays near process start-up time."""
-    return cached(path, analysis, opts, groups, use_cache,
-                  compute=lambda: ANALYSES[analysis].compute(path, opts, groups, nsys, use_cache))
+@contextmanager
+def _source_root(root: str | None):
+    """The job's source root for its run (a Dask worker's folder is not the client's); put back after."""
+    before = os.environ.get("NSYSH2D_SOURCE_ROOT")
+    if root:
+        os.environ["NSYSH2D_SOURCE_ROOT"] = root
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("NSYSH2D_SOURCE_ROOT", None)
+        else:
+            os.environ["NSYSH2D_SOURCE_ROOT"] = before
+
+
+def run_job(job: Job):
+    """One job's result (every executor and the nsys recipe call this). A cache hit never loads DuckDB or
+    polars: the warm path stays near process start-up time."""
+    if job.analysis not in RESULTS:
+        raise ValueError(f"no analysis {job.analysis!r}")
+    with _source_root(job.source_root):
+        return cached(job, lambda: compute(job))

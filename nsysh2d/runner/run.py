@@ -1,34 +1,44 @@
-"""Running analyses: many reports in parallel with progress, each report a job of jobs.py, mapped by one of the
+"""Running analyses: many inputs in parallel with progress, each input one job (jobs.Job), mapped by one of the
 executors (executors.py: serial, a process pool, or a Dask cluster with --scheduler)."""
 from __future__ import annotations
 
 import os
 import sys
 
-from ..errors import NsysH2DError
+from ..analyses.options import REPORT_GROUPS
+from ..cpus import usable_cpus
+from ..errors import BadInput, NsysH2DError
+from ..source.files import expand_inputs
+from .executors import executor
+from .jobs import Job
 
 
 def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, nsys: str | None = None,
                  use_cache: bool = True, progress: bool | None = None, scheduler: str | None = None,
                  analysis: str = "report"):
     """Returns (results in input order, errors as (path, message, exit code)). scheduler: a Dask scheduler
-    address or `local` (cluster.py) instead of the local process pool. analysis: an entry of jobs.ANALYSES
+    address or `local` (cluster.py) instead of the local process pool. analysis: an entry of jobs.RESULTS
     (the Report by default; opts and groups are its options)."""
-    from ..analyses.options import REPORT_GROUPS
-    from ..source.files import expand_inputs
-
     paths = expand_inputs(paths)
     groups = REPORT_GROUPS if groups is None else groups
+    return run_jobs([Job(p, analysis, opts, tuple(groups or ()), nsys, use_cache) for p in paths], jobs, progress,
+                    scheduler)
+
+
+def run_jobs(todo: list[Job], jobs: int | None = None, progress: bool | None = None, scheduler: str | None = None):
+    """Results of these jobs in their order, and errors as (path, message, exit code); jobs: how many run at
+    once (default: the CPUs this process may use)."""
+    paths = [job.path for job in todo]
     results: dict[int, object] = {}
     errors: list[tuple[str, str, int]] = []
     if jobs is None:
-        from ..cpus import usable_cpus
         jobs = usable_cpus()
     jobs = max(1, min(jobs, len(paths)))
     if progress is None:
         progress = sys.stderr.isatty() and len(paths) > 1 and not os.environ.get("NSYSH2D_QUIET")
     bar = task = None
     if progress:
+        # lazy: rich's progress bar takes 40 ms to import; a run without a terminal (CI, a cache hit piped) skips it
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -45,10 +55,8 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
         if bar:
             bar.advance(task)
 
-    from .executors import executor
-
     try:
-        executor(scheduler, jobs).map(paths, (opts, groups, nsys, use_cache, analysis), done)
+        executor(scheduler, jobs).map(todo, done)
     finally:
         if bar:
             bar.stop()
@@ -74,9 +82,6 @@ def analyze_all(paths: list[str], opts, nsys: str | None = None, use_cache: bool
 def compare_sides(traces: list[str]) -> tuple[list[str], int]:
     """The files `compare` reads, and how many ranks each side holds: 1 for trace files; two folders of N traces
     each are two rank sets, rank i (by name order) against rank i. Anything else with a folder is refused."""
-    from ..errors import BadInput
-    from ..source.files import expand_inputs
-
     if len(traces) < 2:
         raise BadInput("compare needs two traces (before, after) or more (variants)")
     sides = [expand_inputs([t]) for t in traces]

@@ -2,45 +2,34 @@
 
     NSYS_RECIPE_PATH=$(nsysh2d recipe-path) nsys recipe nsysh2d_h2d --input a.sqlite b.nsys-rep [--mode ...]
 
-The mapped function is nsysh2d.runner.cluster.task, from the installed package: the processes of --mode concurrent and
-the Dask workers of --mode dask-futures import it by name (they do not see this folder). Reports travel as paths.
+The mapped function is nsysh2d.runner.cluster.task, from the installed package, over one nsysh2d.runner.jobs.Job
+per input: the processes of --mode concurrent and the Dask workers of --mode dask-futures import it by name
+(they do not see this folder). Reports travel as paths. Inputs are expanded as the CLI expands them
+(source.files.expand_inputs: Kineto traces too, rank2 before rank10).
 """
-import glob
 import json
-import os
 
 from nsys_recipe.lib import recipe
 from nsys_recipe.lib.args import Option
 
-EXTENSIONS = (".sqlite", ".nsys-rep", ".qdrep")
-
-
-def expand(inputs):
-    """Files as given; folders: their reports, sorted."""
-    out = []
-    for item in inputs:
-        if os.path.isdir(item):
-            out += sorted(p for p in glob.glob(os.path.join(item, "*")) if p.endswith(EXTENSIONS))
-        else:
-            out.append(item)
-    return out
+from nsysh2d.analyses.h2d_blocking import Report
+from nsysh2d.analyses.options import REPORT_GROUPS, Options
+from nsysh2d.present import AnalyzeView, output
+from nsysh2d.present.safe import log_lines, terminal
+from nsysh2d.runner.cluster import task
+from nsysh2d.runner.jobs import Job
+from nsysh2d.source.files import expand_inputs
+from nsysh2d.units import parse_duration
 
 
 class NsysH2D(recipe.Recipe):
     def run(self, context):
         super().run(context)
-        from nsysh2d.analyses.options import REPORT_GROUPS, Options
-        from nsysh2d.analyses.h2d_blocking import Report
-        from nsysh2d.runner.cluster import task
-        from nsysh2d.present import AnalyzeView, output
-        from nsysh2d.present.safe import log_lines, terminal
-        from nsysh2d.units import parse_duration
-
         args = self._parsed_args
-        paths = expand(args.input)
+        paths = expand_inputs(args.input)
         opts = Options(min_ns=parse_duration(args.min_duration), direction=args.direction, top=args.top)
-        results = [json.loads(r) for r in context.wait(context.map(task, paths, opts=opts, groups=REPORT_GROUPS,
-                                                                  nsys=None, use_cache=not args.no_cache))]
+        jobs = [Job(p, "report", opts, REPORT_GROUPS, use_cache=not args.no_cache) for p in paths]
+        results = [json.loads(r) for r in context.wait(context.map(task, jobs))]
         reports = [Report.from_json(r["report"]) for r in results if "report" in r]
         errors = [(p, r["error"], r["exit_code"]) for p, r in zip(paths, results) if "error" in r]
         view = AnalyzeView(reports, errors, "kind", args.top, inputs=len(paths))
@@ -57,7 +46,8 @@ class NsysH2D(recipe.Recipe):
     def get_argument_parser(cls):
         parser = super().get_argument_parser()
         parser.add_recipe_argument("--input", nargs="+", required=True,
-                                   help="nsys SQLite exports or .nsys-rep files, or folders of them.")
+                                   help="nsys SQLite exports, .nsys-rep files or torch.profiler (Kineto) traces, "
+                                   "or folders of them.")
         parser.add_recipe_argument(Option.OUTPUT)
         parser.add_recipe_argument(Option.FORCE_OVERWRITE)
         parser.add_recipe_argument("--min-duration", default="100us", help="A call is long from this host time on.")
