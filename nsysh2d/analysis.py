@@ -25,7 +25,7 @@ from .analyses.options import (  # noqa: F401 - the library's public names
     API_GROUPS, DEFAULT_MIN_NS, DEFAULT_STEP_PATTERN, DIRECTIONS, GROUPS, Options,
 )
 from .analyses.range_times import TOP, RangeTimes, range_times
-from .analyses.threshold import ThresholdResult, sweep_rows, thresholds
+from .analyses import registry
 from .model import CopyModel
 from .source.files import damage_is_bad_input
 from .units import format_bytes, format_ns, parse_duration  # noqa: F401
@@ -69,9 +69,20 @@ class Analysis:
     def copies(self):
         return self.model.copies()
 
-    def result(self, opts: Options, groups=API_GROUPS) -> h2d_blocking.Report:
+    def run(self, name: str, opts: Options | None = None, groups=()):
+        """Any analysis by its registered name (analyses/registry.py): what a Job computes."""
+        found = registry.spec(name)
         with damage_is_bad_input(self.path):
-            return h2d_blocking.analyze(self.model, opts, groups)
+            return found.compute(self, opts or Options(), tuple(groups or ()))
+
+    def __getattr__(self, name: str):
+        """A registered analysis without a method of its own here is still one: `a.NAME(opts, groups)`."""
+        if name.startswith("_") or name.replace("_", "-") not in registry.ANALYSES:
+            raise AttributeError(name)
+        return lambda opts=None, groups=(): self.run(name.replace("_", "-"), opts, groups)
+
+    def result(self, opts: Options, groups=API_GROUPS) -> h2d_blocking.Report:
+        return self.run("report", opts, groups)
 
     def report(self, opts: Options, groups=API_GROUPS) -> dict:
         return self.result(opts, groups).to_json()
@@ -91,14 +102,13 @@ class Analysis:
 
     def threshold(self):
         """The payload thresholds of a workloads/h2d_sweep.py trace (analyses/threshold.py)."""
-        with damage_is_bad_input(self.path):
-            return ThresholdResult(self.path, thresholds(sweep_rows(self.model)))
+        return self.run("threshold")
 
     # ------------------------------------------------------------------ analyses without the copy model
     def api_summary(self) -> dict:
         """{"path", "rows": [...]}: every CUDA API function's calls and host-time statistics, as `nsys stats -r
         cuda_api_sum` (analyses/api_summary.py)."""
-        return api_summary(self.path, self.nsys, use_cache=self.use_cache)
+        return self.run("api-summary")
 
     def range_times(self, step_pattern: str = DEFAULT_STEP_PATTERN, top: int = TOP) -> RangeTimes:
         """The wall time of every NVTX range (the steps as one row) and the CUDA API calls inside it."""

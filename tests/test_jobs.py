@@ -12,7 +12,8 @@ import nsysh2d
 from conftest import AFTER, BEFORE, ROOT, SWEEP
 from nsysh2d.analyses.options import REPORT_GROUPS, Options
 from nsysh2d.runner import cluster
-from nsysh2d.runner.jobs import RESULTS, Job, entry_path, run_job
+from nsysh2d.analyses.registry import spec
+from nsysh2d.runner.jobs import Job, entry_path, run_job
 from nsysh2d.runner.run import run_jobs
 
 
@@ -49,7 +50,7 @@ def test_each_analysis_is_one_facade_method_and_a_job_computes_it(tmp_path, monk
     for job, mine in zip(jobs, (summary, times.to_json(), rep.to_json())):
         want = json.loads(json.dumps(mine, default=str))
         for use_cache in (True, True, False):   # computed and stored, served from the cache, computed
-            got = RESULTS[job.analysis].to_json(run_job(Job(**{**vars(job), "use_cache": use_cache})))
+            got = spec(job.analysis).to_json(run_job(Job(**{**vars(job), "use_cache": use_cache})))
             assert json.loads(json.dumps(got, default=str)) == want, job.analysis
         assert json.loads(cluster.task(job)) == {"report": want}
     con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -91,3 +92,35 @@ def test_a_cache_hit_imports_neither_duckdb_nor_polars(tmp_path):
 def test_an_unknown_analysis_is_refused():
     with pytest.raises(ValueError, match="no analysis 'nope'"):
         run_job(Job(str(BEFORE), "nope"))
+
+
+def test_a_registered_analysis_is_a_facade_method_and_a_cached_job(tmp_path, monkeypatch):
+    """What docs/architecture.md promises of a new analysis (its module with a SPEC, and its line in
+    analyses/registry.py): a facade method of its name and a job with the cache, with nothing else changed. The
+    stand-in analysis counts each CUDA API function's calls; the truth is plain SQL."""
+    from nsysh2d.analyses import registry
+    from nsysh2d.analyses.api_summary import api_summary
+    from nsysh2d.analyses.spec import Spec
+
+    monkeypatch.setenv("NSYSH2D_CACHE_DIR", str(tmp_path))
+    computed = []
+
+    def calls_per_function(trace, opts, groups):
+        computed.append(trace.path)
+        return {"path": trace.path, "calls": {str(r["name_id"]): r["calls"] for r in api_summary(trace.path)["rows"]}}
+
+    monkeypatch.setitem(registry.ANALYSES, "calls-per-function", Spec(calls_per_function, lambda d: d, dict))
+    path = str(BEFORE)
+    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    truth = {str(k): n for k, n in con.execute("SELECT nameId, count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME GROUP BY nameId")}
+    con.close()
+    a = nsysh2d.open(path)
+    try:
+        assert a.calls_per_function()["calls"] == truth
+    finally:
+        a.close()
+    job = Job(path, "calls-per-function")
+    assert run_job(job)["calls"] == truth and run_job(job)["calls"] == truth
+    assert len(computed) == 2   # the facade once, the job once: its second run came from the cache
+    with pytest.raises(AttributeError):
+        nsysh2d.open(path).no_such_analysis

@@ -9,6 +9,7 @@ pyarrow import (0.1 s of start-up)."""
 from __future__ import annotations
 
 from ..source.files import damage_is_bad_input
+from .spec import Spec
 
 
 def api_summary(path: str, nsys: str | None = None, use_cache: bool = True) -> dict:
@@ -28,3 +29,13 @@ def read_durations(trace) -> None:
     # e.g. text where nsys writes integers, which the scanner's type check finds mid-scan
     with damage_is_bad_input(trace.path, "its CUDA runtime table is"):
         trace.run("analyses/api_durations")
+
+
+def _from_json(d: dict) -> dict:
+    if not isinstance(d.get("path"), str) or not all(isinstance(r, dict) for r in d["rows"]):
+        raise TypeError("not an api-summary")
+    return d
+
+
+SPEC = Spec(lambda trace, opts, groups: api_summary(trace.path, trace.nsys, use_cache=trace.use_cache),
+            lambda d: d, _from_json)

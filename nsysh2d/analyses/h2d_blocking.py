@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 
 from ..errors import BadInput
 from .options import API_GROUPS, Options, check_grouping, steps_in
+from .spec import Spec
 from .steady import apply
 
 TOTAL_KEYS = ("calls", "long_calls", "blocking_calls", "long_ns", "blocking_ns", "bytes", "gpu_idle_ns")
@@ -254,3 +255,6 @@ def check_pattern(model, pattern: str) -> None:
     except duckdb.Error as e:
         raise BadInput(f"bad --step-pattern {pattern!r}: {str(e).splitlines()[0]} (RE2 syntax: no look-around, "
                        "no back-references)") from None
+
+
+SPEC = Spec(lambda trace, opts, groups: analyze(trace.model, opts, groups), Report.to_json, Report.from_json)

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from ..source.files import damage_is_bad_input
 from .function_times import function_times
 from .options import steps_in
+from .spec import Spec
 
 TOP = 30   # range names kept besides the steps (the most total wall time first)
 
@@ -61,3 +62,7 @@ def range_times(path: str, nsys: str | None, use_cache: bool, step_pattern: str,
                               list(trace.warnings), function_times(trace))
         finally:
             trace.close()
+
+
+SPEC = Spec(lambda trace, opts, groups: range_times(trace.path, trace.nsys, trace.use_cache, opts.step_pattern),
+            RangeTimes.to_json, RangeTimes.from_json)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import BadInput
 from ..source.files import damage_is_bad_input
+from .spec import Spec
 
 if TYPE_CHECKING:
     import polars as pl
@@ -102,3 +103,7 @@ def thresholds(rows: pl.DataFrame) -> list[dict]:
                 if waited_rows.height else None),
         })
     return out
+
+
+SPEC = Spec(lambda trace, opts, groups: ThresholdResult(trace.path, thresholds(sweep_rows(trace.model))),
+            ThresholdResult.to_json, ThresholdResult.from_json)

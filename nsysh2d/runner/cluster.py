@@ -19,18 +19,19 @@ from dataclasses import replace
 from ..cpus import MAX_THREADS, analysis_threads, usable_cpus
 from ..errors import EXIT_BAD_INPUT, EXIT_INTERNAL, NsysH2DError
 from ..rules.sites import source_root
-from .jobs import RESULTS, Job, run_job
+from ..analyses.registry import spec
+from .jobs import Job, run_job
 
 NO_WORKER_S = float(os.environ.get("NSYSH2D_NO_WORKER_TIMEOUT", "60"))
 
 
 def task(job: Job) -> str:
-    """Runs on a worker: the job's result as JSON (jobs.RESULTS), or its error (an NsysH2DError is a result, not a
+    """Runs on a worker: the job's result as JSON (analyses/registry.py), or its error (an NsysH2DError is a result, not a
     failure), as JSON text: what comes back is plain data, read by json on the client. The job carries the
     client's source root (where Kineto call sites' files are looked for, sites.resolve), so a worker names them
     as a local run does."""
     try:
-        out = {"report": RESULTS[job.analysis].to_json(run_job(job))}
+        out = {"report": spec(job.analysis).to_json(run_job(job))}
     except NsysH2DError as e:
         out = {"error": str(e), "exit_code": e.exit_code}
     return json.dumps(out, default=str)
@@ -118,7 +119,7 @@ def _result(future, job: Job):
     try:
         if "error" in out:
             raise NsysH2DError(str(out["error"]), int(out["exit_code"]))
-        return RESULTS[job.analysis].from_json(out["report"])
+        return spec(job.analysis).from_json(out["report"])
     except (KeyError, TypeError, ValueError, AttributeError):
         raise NsysH2DError(f"{path}: the Dask cluster's result is not a report", EXIT_INTERNAL) from None
 

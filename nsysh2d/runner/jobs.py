@@ -4,8 +4,8 @@ inputs (serially or on a process pool, executors.py), cluster.py over a Dask clu
 own executors: each carries the same Job and calls run_job; none of them imports the others. Every analysis
 so gets the cache, -j and --scheduler.
 
-RESULTS keeps, per analysis, only how its result round-trips JSON (the cache entry, and what a Dask worker
-sends back). The cache is keyed by the export's real path, size, mtime, inode and ctime, the nsysh2d version,
+analyses/registry.py names every analysis: how the facade computes it and how its result round-trips JSON (the
+cache entry, and what a Dask worker sends back). The cache is keyed by the export's real path, size, mtime, inode and ctime, the nsysh2d version,
 the SQL shipped and the job's identity, so a changed export or a new release is never served stale. A damaged
 entry is recomputed; the folder, its key and the writes are cache.py's.
 """
@@ -20,10 +20,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from .. import __version__
-from ..analyses.h2d_blocking import Report
 from ..analyses.options import Options
-from ..analyses.range_times import RangeTimes
-from ..analyses.threshold import ThresholdResult
+from ..analyses.registry import spec
 from ..cache import atomic_write, cache_dir, cache_root, check_private, entry_digest, file_key
 from ..rules.sites import source_root as this_source_root
 from ..source.files import is_sqlite
@@ -64,40 +62,14 @@ def entry_path(job: Job) -> str:
     return str(cache_root() / "reports" / f"{file_key(path, salt)}.json")   # cache_dir() when written
 
 
-@dataclass(frozen=True)
-class Codec:
-    to_json: Callable      # result -> dict
-    from_json: Callable    # dict -> result; raises KeyError/TypeError/ValueError/AttributeError on another shape
-
-
-def _summary_from_json(d: dict) -> dict:
-    if not isinstance(d.get("path"), str) or not all(isinstance(r, dict) for r in d["rows"]):
-        raise TypeError("not an api-summary")
-    return d
-
-
-RESULTS = {
-    "report": Codec(Report.to_json, Report.from_json),
-    "api-summary": Codec(lambda d: d, _summary_from_json),
-    "threshold": Codec(ThresholdResult.to_json, ThresholdResult.from_json),
-    "range-times": Codec(RangeTimes.to_json, RangeTimes.from_json),
-}
-
-
 def compute(job: Job):
-    """The job's result, computed by the facade's method for its analysis."""
+    """The job's result, computed by the facade (its method for the job's analysis)."""
     # lazy: the facade loads DuckDB and the model; a cache hit never gets here
     from ..analysis import Analysis
 
     a = Analysis(job.path, nsys=job.nsys, use_cache=job.use_cache)
     try:
-        if job.analysis == "report":
-            return a.result(job.opts or Options(), job.groups)
-        if job.analysis == "api-summary":
-            return a.api_summary()
-        if job.analysis == "threshold":
-            return a.threshold()
-        return a.range_times((job.opts or Options()).step_pattern)
+        return a.run(job.analysis, job.opts, job.groups)
     finally:
         a.close()
 
@@ -113,7 +85,7 @@ def _set_path(result, path: str):
 def cached(job: Job, compute: Callable):
     """The result of one job: from the cache when an entry of the same shape is there, else computed (and
     stored)."""
-    path, codec = job.path, RESULTS[job.analysis]
+    path, codec = job.path, spec(job.analysis)
     if not job.use_cache or path.endswith((".nsys-rep", ".qdrep")) or not os.path.isfile(path):
         return compute()
     check_private(cache_root())
@@ -156,7 +128,6 @@ def _source_root(root: str | None):
 def run_job(job: Job):
     """One job's result (every executor and the nsys recipe call this). A cache hit never loads DuckDB or
     polars: the warm path stays near process start-up time."""
-    if job.analysis not in RESULTS:
-        raise ValueError(f"no analysis {job.analysis!r}")
+    spec(job.analysis)   # an unknown name is refused before anything is read
     with _source_root(job.source_root):
         return cached(job, lambda: compute(job))

@@ -17,7 +17,7 @@ def analyze_many(paths: list[str], opts, groups=None, jobs: int | None = None, n
                  use_cache: bool = True, progress: bool | None = None, scheduler: str | None = None,
                  analysis: str = "report"):
     """Returns (results in input order, errors as (path, message, exit code)). scheduler: a Dask scheduler
-    address or `local` (cluster.py) instead of the local process pool. analysis: an entry of jobs.RESULTS
+    address or `local` (cluster.py) instead of the local process pool. analysis: a name of analyses/registry.py
     (the Report by default; opts and groups are its options)."""
     paths = expand_inputs(paths)
     groups = REPORT_GROUPS if groups is None else groups
