@@ -63,7 +63,7 @@ def test_typed_results_round_trip_through_json(cli):
 
     from conftest import AFTER, BEFORE, SWEEP
     from nsysh2d.analyses.compare import Comparison, compare
-    from nsysh2d.analyses.gate import GateResult, GateSettings, run_gate
+    from nsysh2d.analyses.gate import GateResult, GateSettings, judge
     from nsysh2d.analyses.h2d_blocking import Report
     from nsysh2d.analyses.options import Options
     from nsysh2d.analyses.threshold import ThresholdResult, threshold_report
@@ -71,7 +71,7 @@ def test_typed_results_round_trip_through_json(cli):
 
     rb, ra = analyze_one(str(BEFORE), Options()), analyze_one(str(AFTER), Options())
     for obj, cls in [(rb, Report), (compare(rb, ra), Comparison), (threshold_report(str(SWEEP)), ThresholdResult),
-                     (run_gate([str(BEFORE), "nope.sqlite"], GateSettings(), analyze_many), GateResult)]:
+                     (judge(*analyze_many([str(BEFORE), "nope.sqlite"], GateSettings().options()), GateSettings()), GateResult)]:
         doc = json.loads(json.dumps(obj.to_json(), default=str))
         assert cls.from_json(doc).to_json() == doc
 

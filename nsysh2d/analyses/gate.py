@@ -262,8 +262,8 @@ class GateSettings:
                        calls=self.calls, steady_after=self.steady_after).check()
 
 
-def run_gate(reports, settings: GateSettings, analyze_many) -> GateResult:
-    """A verdict per report path; analyze_many(paths, Options) -> (Reports, errors as (path, message, code))."""
-    rules, base, opts = settings.rules(), read_baseline(settings.baseline), settings.options()
-    reps, errors = analyze_many(list(reports), opts)   # a report that fails is judged as not passing
+def judge(reps, errors, settings: GateSettings) -> GateResult:
+    """A verdict per report, computed with settings.options(); errors as (path, message, code): a report that
+    failed is judged as not passing."""
+    rules, base = settings.rules(), read_baseline(settings.baseline)
     return GateResult([Verdict(rep.path, gate(rep.to_json(), rules, base)) for rep in reps], list(errors))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 # SQL in Python: one check that DuckDB accepts the step pattern (a $parameter).
 
+import weakref
 from dataclasses import dataclass, field, fields, replace
 
 from ..errors import BadInput
@@ -214,7 +215,7 @@ def group_rows(model, by: str, opts: Options) -> list[dict]:
     if by == "api":
         return api_rows(model, opts)
     opts = _with_steps(model, opts.check())
-    cache = model.summaries
+    cache = _memo(model)
     key = (opts.min_ns, opts.direction, opts.top, opts.calls, opts.step_pattern, opts.steady_after)
     if key not in cache:
         model.ensure_backlog(opts.min_ns, opts.direction, opts.top)
@@ -239,11 +240,20 @@ def api_rows(model, opts: Options) -> list[dict]:
 def _with_steps(model, opts: Options) -> Options:
     """The options with the step pattern this trace is read with (options.steps_in), checked and looked up once
     per pattern and model: analyze() and each group_rows() it makes ask."""
-    key = ("step pattern", opts.step_pattern)
-    if key not in model.summaries:
+    key, memo = ("step pattern", opts.step_pattern), _memo(model)
+    if key not in memo:
         check_pattern(model, opts.step_pattern)
-        model.summaries[key] = steps_in(model.rows, opts.step_pattern)
-    return replace(opts, step_pattern=model.summaries[key])
+        memo[key] = steps_in(model.rows, opts.step_pattern)
+    return replace(opts, step_pattern=memo[key])
+
+
+# Per model: analyses/summary.sql rows per option set (one pass serves every grouping) and each step pattern as
+# the trace resolves it. Kept here, not on the model: the model holds no state of the analyses above it.
+_MEMOS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _memo(model) -> dict:
+    return _MEMOS.setdefault(model, {})
 
 
 def check_pattern(model, pattern: str) -> None:

@@ -231,7 +231,7 @@ def gate(ctx, reports, junit_path, summary_path, fmt, output, config_path, nsys_
       nsysh2d gate pr.sqlite --baseline nsysh2d-baseline.json --junit gate.xml
     """
     from .. import present   # lazy: --help stays fast
-    from ..analyses.gate import GateSettings, run_gate   # lazy: --help stays fast
+    from ..analyses.gate import GateSettings, judge   # lazy: --help stays fast
     from ..runner.run import analyze_many   # lazy: --help stays fast
 
     conf, conf_path = gate_settings(Path(config_path) if config_path else None)
@@ -239,8 +239,8 @@ def gate(ctx, reports, junit_path, summary_path, fmt, output, config_path, nsys_
                  direction=given["direction"].lower(), calls=given["calls"].lower())
     explicit = {k for k in given if ctx.get_parameter_source(k) is click.core.ParameterSource.COMMANDLINE}
     settings = GateSettings.resolve(given, explicit, conf, conf_path)
-    result = run_gate(reports, settings, lambda ps, opts: analyze_many(
-        ps, opts, nsys=nsys_path, use_cache=not no_cache, scheduler=scheduler_setting(scheduler)))
+    result = judge(*analyze_many(list(reports), settings.options(), nsys=nsys_path, use_cache=not no_cache,
+                                 scheduler=scheduler_setting(scheduler)), settings)
     for _path, msg, _c in result.errors:
         click.echo(error_line(msg), err=True)
     annotations = present.gate_files(result, junit_path, summary_path, os.environ.get("GITHUB_ACTIONS") == "true")

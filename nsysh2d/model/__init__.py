@@ -42,9 +42,6 @@ class CopyModel:
         self.trace = trace
         self._backlog_asked: set = set()
         self._idle_partial = False   # GPU idle left out for some long calls (GPU_IDLE_MAX): said once
-        # analyses/summary.sql rows per (min_ns, direction, top): one pass serves all groupings; also each step
-        # pattern as this trace resolves it (h2d_blocking._with_steps)
-        self.summaries: dict = {}
         pipeline.build(trace)
         self.warnings = list(trace.warnings)
         self.inconsistencies = list(trace.inconsistencies)
