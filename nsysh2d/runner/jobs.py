@@ -19,6 +19,7 @@ from typing import Callable
 
 from .. import __version__
 from ..cache import atomic_write, cache_dir, cache_root, check_private, entry_digest, file_key
+from ..source.inputs import input_for
 
 
 def _sql_digest() -> str:
@@ -33,10 +34,9 @@ def _sql_digest() -> str:
 
 def entry_path(path: str, opts, groups, analysis: str = "report") -> str:
     from ..rules.sites import source_root
-    from ..source.files import is_sqlite
 
     # A Kineto trace's sites are resolved against the source root (sites.resolve): part of its entry's key.
-    root = None if is_sqlite(path) or path.endswith((".nsys-rep", ".qdrep")) else source_root()
+    root = source_root() if input_for(path).uses_source_root else None
     salt = json.dumps([__version__, _sql_digest(), analysis, vars(opts) if opts is not None else None,
                        list(groups or ())] + ([root] if root else []), sort_keys=True, default=str)
     return str(cache_root() / "reports" / f"{file_key(path, salt)}.json")   # cache_dir() when written
@@ -124,7 +124,7 @@ def cached(path: str, analysis: str, opts, groups, use_cache, compute):
     """The result of one analysis of one export: from the cache when an entry of the same shape is there, else
     computed (and stored)."""
     kind = ANALYSES[analysis]
-    if not use_cache or path.endswith((".nsys-rep", ".qdrep")) or not os.path.isfile(path):
+    if not use_cache or not input_for(path).cacheable or not os.path.isfile(path):
         return compute()
     check_private(cache_root())
     entry = entry_path(path, opts, groups, analysis)

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from ..errors import BadInput, first_line
-from .files import read_only, read_only_uri
+from .file_checks import read_only, read_only_uri
 
 MIN_ROWS_PER_PART = 200_000
 # Parts are planned from the rowid span, which a damaged or edited file can stretch to 2^64 for a few rows:
