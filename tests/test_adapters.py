@@ -5,12 +5,14 @@ import gzip
 import json
 import os
 import shutil
+import sqlite3
 
 import duckdb
 import pytest
 
 from conftest import DATA, THIRDPARTY
 from nsysh2d.errors import BadInput
+from nsysh2d.model import open_model
 from nsysh2d.source import inputs, open_input
 from nsysh2d.source.files import expand_inputs
 from nsysh2d.runner import jobs
@@ -79,6 +81,13 @@ def test_the_one_opener_closes_what_it_opened():
         spill = t.spill
         raise KeyError("a bug in an analysis")
     assert not os.path.exists(spill)
+    with open_model(str(PROBE)) as m:   # the model's opener is the same one
+        con = sqlite3.connect(f"file:{PROBE}?mode=ro", uri=True)
+        want = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_MEMCPY").fetchone()[0]
+        con.close()
+        assert m.trace.con.execute("SELECT count(*) FROM copies_x WHERE copy_kind IS NOT NULL").fetchone()[0] == want
+    with pytest.raises(duckdb.ConnectionException):
+        m.trace.con.execute("SELECT 1")
 
 
 def test_damage_met_inside_the_opener_is_one_line_of_bad_input(tmp_path):
