@@ -38,7 +38,12 @@ class TraceInput(Protocol):
     sites_at_def: ClassVar[bool]      # its Python frames name the line a function starts on, not the call's line
     function_spans: ClassVar[bool]    # it has Python functions with durations (function_times)
     cpu_ops: ClassVar[bool]           # it has CPU ops (aten::*), which --steady-after op: names
+    uncalled_copies: ClassVar[str]    # why a GPU copy can lack its API call in this format (the gate's words)
+    no_steps_hint: ClassVar[str]      # what to add when no range matches the step pattern
     path: str
+
+    @staticmethod
+    def heading(rep: dict) -> str: ...   # who made a stored report's trace, for its heading
 
     def open(self, make, nsys: str | None, threads: int | None, use_cache: bool): ...
     def copy_calls(self, trace): ...
