@@ -281,20 +281,12 @@ def test_every_cli_option_is_declared_once():
     assert all(where[flag][0].startswith("options.py:") for flag in shared), {f: where[f] for f in shared}
 
 
-# Files other helpers of issue 55 are rewriting at the same time: the lazy-import rule skips them until their
-# branches are merged. The lead empties this tuple at merge.
-OTHERS_PENDING = ("nsysh2d/source/", "nsysh2d/model/", "nsysh2d/runner/", "nsysh2d/analysis.py", "nsysh2d/__init__.py",
-                  "nsysh2d/recipe/")
-
-
 def lazy_imports_without_reason() -> list[str]:
     """Every import inside a function body whose line (or the opening line of its `from ... import (`) does not
     say `# lazy: <why>`."""
     bad = []
     for f in sorted(PKG.rglob("*.py")):
         rel = str(f.relative_to(PKG.parent))
-        if rel.startswith(OTHERS_PENDING):
-            continue
         lines = f.read_text().splitlines()
         for fn in ast.walk(ast.parse(f.read_text())):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -310,3 +302,57 @@ def test_imports_at_the_top_unless_lazy_says_why():
     only when a script runs) and its line says why: `# lazy: <why>`."""
     bad = lazy_imports_without_reason()
     assert not bad, f"{len(bad)} lazy imports without a reason:\n" + "\n".join(bad)
+
+
+# Issue 55 part 2: which format a trace came in is decided in one module, source/inputs.py (its adapters). What counts
+# as deciding it, anywhere else in the package (checked on the syntax tree, so comments and docstrings do not count):
+# - a string constant that is exactly a trace's suffix (".sqlite", ".nsys-rep", ".qdrep", ".qdstrm", ".json",
+#   ".json.gz"): there is no other use for one than testing or making a trace's name; a constant inside an f-string
+#   names a file being written (the cache's exports), and help texts are sentences, not such constants;
+# - a call of the content sniffers (file_checks.is_sqlite, kineto_json.sniff, kineto_json.names_trace_events);
+# - a comparison (==, !=, in, not in) with a format's name ("kineto", "nsys-sqlite"): model/, analyses/ and
+#   present/ ask the adapter (trace.input) or, for a stored report, the class its "format" names (inputs.named).
+# capture/ is exempt: it writes files of those names.
+FORMAT_DECIDER = "source/inputs.py"
+FORMAT_EXEMPT = ("capture/",)
+TRACE_SUFFIXES = {".sqlite", ".nsys-rep", ".qdrep", ".qdstrm", ".json", ".json.gz"}
+SNIFFERS = {"is_sqlite", "sniff", "names_trace_events"}
+FORMAT_NAMES = {"kineto", "nsys-sqlite"}
+
+
+def format_tests(code: str) -> list[str]:
+    """Where `code` decides a trace's format (the three kinds above), as 'line: what'."""
+    tree = ast.parse(code)
+    in_fstring = {id(v) for n in ast.walk(tree) if isinstance(n, ast.JoinedStr) for v in n.values}
+    found = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Constant) and n.value in TRACE_SUFFIXES and id(n) not in in_fstring:
+            found.append(f"{n.lineno}: suffix {n.value!r}")
+        elif isinstance(n, ast.Call):
+            name = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", None)
+            if name in SNIFFERS:
+                found.append(f"{n.lineno}: calls {name}")
+        elif isinstance(n, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in n.ops):
+            names = [c.value for c in (n.left, *n.comparators) if isinstance(c, ast.Constant) and c.value in FORMAT_NAMES]
+            found += [f"{n.lineno}: compares with the format name {v!r}" for v in names]
+    return sorted(found, key=lambda hit: (int(hit.split(":")[0]), hit))
+
+
+def test_the_input_format_is_decided_in_one_module():
+    # the checker finds each kind (so an empty answer below means something)
+    planted = ('p.endswith((".nsys-rep", ".qdrep"))\nis_sqlite(p)\nkineto_json.sniff(p)\n'
+               'rep.get("format") == "kineto"\nf"{key}.sqlite"\nhelp="nsys SQLite exports or .nsys-rep files"\n')
+    assert format_tests(planted) == ["1: suffix '.nsys-rep'", "1: suffix '.qdrep'", "2: calls is_sqlite",
+                                     "3: calls sniff", "4: compares with the format name 'kineto'"]
+    found = {}
+    for f in sorted(PKG.rglob("*.py")):
+        rel = str(f.relative_to(PKG))
+        if rel == FORMAT_DECIDER or rel.startswith(FORMAT_EXEMPT):
+            continue
+        if hits := format_tests(f.read_text()):
+            found[rel] = hits
+    assert not found, found
+    # the decider does decide: every format's class is there, and the package's openers go through it
+    from nsysh2d.source import inputs
+    assert {"NsysSqlite", "NsysRep", "KinetoJson", "KinetoLegacy"} <= set(vars(inputs))
+    assert "input_for(" in (PKG / "source" / "trace.py").read_text()

@@ -17,7 +17,7 @@ def function_times(trace) -> list[dict]:
     """[{name, count, total_ns, median_ns, p90_ns, max_ns, apis: [{api, calls, total_ns, gpu_ns}]}] of a Kineto
     trace (empty for an nsys export: its Python frames are samples at the calls, not functions with durations).
     name: `parent/file.py:function`, the file resolved as call sites are (sites.resolve)."""
-    if trace.format != "kineto":
+    if not trace.input.function_spans:
         return []
     fns = []
     for r in trace.rows("analyses/function_names"):

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import EXIT_BAD_INPUT, NsysH2DError
+from ..source.inputs import named
 from ..units import parse_duration, parse_fraction, plural
 from .accepted import accepted_words, split_accepted
 from .baseline import against_baseline, finding_match, read_baseline
@@ -70,9 +71,8 @@ def gate(rep: dict, rules: Rules, baseline: dict | None = None) -> list[RuleResu
         (t.get("unclassified_calls", 0), "copy calls whose memory or copy kind cannot be decoded"),
         (t.get("calls_without_activity", 0), "memcpy API calls without a GPU activity row (direction and memory "
                                              "kinds unknown; was the capture cut short?)"),
-        (t.get("activity_without_call", 0), "copies that no copy API call claims " + (
-            "(their call is not in the trace: torch.profiler records no CUDA driver copy calls)"
-            if rep.get("format") == "kineto" else "(missing, unnamed or renamed in StringIds)")),
+        (t.get("activity_without_call", 0), "copies that no copy API call claims "
+         + named(rep.get("format")).uncalled_copies),
         (t.get("merged_calls", 0), "correlationIds shared by several memcpy calls"),
         (t.get("unusable_time_calls", 0), "copy calls with an unusable host start/end (NULL, 2^62 ns or more, or "
                                           "ending before they start)"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..source.inputs import named
 from .rules import Rules
 
 # The share of the run's copy calls the step ranges (warm-up included) must hold for the gate to judge steps only.
@@ -74,5 +75,4 @@ def no_steps_words(rep: dict) -> str:
     """Why a trace has no steps, in plain words (the pattern as typed, not as a JSON or Python string)."""
     pattern = rep["steps"]["pattern"]
     return (f"no NVTX or record_function range matches the step pattern {pattern}"
-            + ("; torch.profiler writes ProfilerStep#N ranges only with a profiler schedule"
-               if rep.get("format") == "kineto" else ""))
+            + named(rep.get("format")).no_steps_hint)

@@ -28,7 +28,7 @@ def apply(model, spec: str | None) -> str | None:
         model.trace.run("analyses/steady_set", {"t": None})
         return None
     kind, name, skip = parse(spec)
-    if kind == "op" and model.meta.get("format") != "kineto":
+    if kind == "op" and not model.trace.input.cpu_ops:
         row = {"start": None, "first_call": None, "before": 0}
         why = "op: needs a torch.profiler (Kineto) trace; this one has no CPU ops"
     else:

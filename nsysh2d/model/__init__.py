@@ -5,8 +5,9 @@ from __future__ import annotations
 # SQL in Python: two one-line reads of tables the pipeline made (no value from outside reaches them).
 
 import os
+from contextlib import contextmanager
 
-from ..source import Trace
+from ..source import Trace, open_input
 from . import pipeline
 
 
@@ -104,3 +105,11 @@ class CopyModel:
 
     def close(self) -> None:
         self.trace.close()
+
+
+@contextmanager
+def open_model(path: str, nsys: str | None = None, threads: int | None = None, use_cache: bool = True):
+    """The model of the trace at `path`, through the one opener (source.open_input): closed when the block ends, and
+    damage in the file met while building or reading it is one line of bad input naming it."""
+    with open_input(path, nsys, threads, use_cache) as trace:
+        yield CopyModel(trace)

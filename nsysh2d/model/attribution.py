@@ -59,12 +59,13 @@ def native_site(frames: list[tuple[str, str]]) -> tuple[str | None, int, str]:
     return op, copies, counted
 
 
-def python_site(frames: list[tuple[str, str, int]], kineto: bool = False) -> tuple[str, str] | None:
-    """(signature, file:line) of the first frame of the user's program. Kineto: the frame's line is where its
-    function starts, and what it called (the frame inside it) tells its copies apart (sites.kineto_site_names)."""
+def python_site(frames: list[tuple[str, str, int]], at_def: bool = False) -> tuple[str, str] | None:
+    """(signature, file:line) of the first frame of the user's program. at_def (the input's frames name the line
+    a function starts on, as Kineto's python_function events do): what it called (the frame inside it) tells its
+    copies apart (sites.kineto_site_names)."""
     for i, (fn, file, line) in enumerate(frames):
         if not is_library(file):
-            if kineto:
+            if at_def:
                 return kineto_site_names(file, fn, line, frames[i - 1][:2] if i else None)
             return site_names(file, fn, line)
     return None
@@ -82,7 +83,7 @@ def python_sites(trace) -> None:
     site_ids: dict[tuple[str, str], int] = {}
     site_of_stack = {}
     for key, frames in stacks.items():
-        site = python_site(frames, trace.format == "kineto" and not trace.meta.get("call_lines"))
+        site = python_site(frames, trace.input.sites_at_def)
         if site:
             site_of_stack[key] = site_ids.setdefault(site, len(site_ids) + 1)
     py = [(p, c, site_of_stack[k]) for p, c, k in calls if k in site_of_stack]

@@ -150,7 +150,7 @@ def stage(what: str):
     if not os.environ.get("NSYSH2D_TIMING"):
         yield
         return
-    import resource
+    import resource   # lazy: only NSYSH2D_TIMING's stage times read it
 
     def cpu():
         r = resource.getrusage(resource.RUSAGE_SELF)

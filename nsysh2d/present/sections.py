@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..analyses.options import GROUPINGS, left_out
+from ..source.inputs import named
 from ..units import format_bytes, format_ns, plural
 from .causes import LAUNCH_QUEUE_FIX, cause_section
 from .ci import fix_lines, offender_line, shown_note
@@ -21,9 +22,7 @@ STAT_COLUMNS = [
 def report_heading(report) -> str:
     rep = report.to_json()
     steps = rep["steps"]["steps"]
-    source = ("Kineto trace" if rep.get("format") == "kineto" else f"nsys {rep.get('nsys_version') or '?'}")
-    if rep.get("exported_with") and rep["exported_with"] != rep.get("nsys_version"):
-        source += f", exported with {rep['exported_with']}"
+    source = named(rep.get("format")).heading(rep)
     return (f"{rep['path']}  ({source}, schema {rep.get('schema_version') or '?'}, "
             f"{rep.get('gpu') or 'GPU ?'}; {steps} step range{'s' if steps != 1 else ''})")
 

@@ -24,7 +24,7 @@ from ..analyses.options import Options
 from ..analyses.registry import spec
 from ..cache import atomic_write, cache_dir, cache_root, check_private, entry_digest, file_key
 from ..rules.sites import source_root as this_source_root
-from ..source.files import is_sqlite
+from ..source.inputs import input_for
 from ..source.sql import load, names
 
 
@@ -56,7 +56,7 @@ def _sql_digest() -> str:
 def entry_path(job: Job) -> str:
     path, opts = job.path, job.opts
     # A Kineto trace's sites are resolved against the source root (sites.resolve): part of its entry's key.
-    root = None if is_sqlite(path) or path.endswith((".nsys-rep", ".qdrep")) else job.source_root or this_source_root()
+    root = (job.source_root or this_source_root()) if input_for(path).uses_source_root else None
     salt = json.dumps([__version__, _sql_digest(), job.analysis, vars(opts) if opts is not None else None,
                        list(job.groups or ())] + ([root] if root else []), sort_keys=True, default=str)
     return str(cache_root() / "reports" / f"{file_key(path, salt)}.json")   # cache_dir() when written
@@ -64,8 +64,7 @@ def entry_path(job: Job) -> str:
 
 def compute(job: Job):
     """The job's result, computed by the facade (its method for the job's analysis)."""
-    # lazy: the facade loads DuckDB and the model; a cache hit never gets here
-    from ..analysis import Analysis
+    from ..analysis import Analysis   # lazy: the facade loads DuckDB; a cache hit never gets here
 
     a = Analysis(job.path, nsys=job.nsys, use_cache=job.use_cache)
     try:
@@ -86,7 +85,7 @@ def cached(job: Job, compute: Callable):
     """The result of one job: from the cache when an entry of the same shape is there, else computed (and
     stored)."""
     path, codec = job.path, spec(job.analysis)
-    if not job.use_cache or path.endswith((".nsys-rep", ".qdrep")) or not os.path.isfile(path):
+    if not job.use_cache or not input_for(path).cacheable or not os.path.isfile(path):
         return compute()
     check_private(cache_root())
     entry = entry_path(job)

@@ -38,9 +38,9 @@ def run_jobs(todo: list[Job], jobs: int | None = None, progress: bool | None = N
         progress = sys.stderr.isatty() and len(paths) > 1 and not os.environ.get("NSYSH2D_QUIET")
     bar = task = None
     if progress:
-        # lazy: rich's progress bar takes 40 ms to import; a run without a terminal (CI, a cache hit piped) skips it
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.console import Console   # lazy: 40 ms; a run without a terminal (CI, piped) never draws a bar
+        from rich.progress import (   # lazy: as rich.console
+            BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn)
 
         bar = Progress(TextColumn("analyzing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                        transient=True, console=Console(stderr=True))

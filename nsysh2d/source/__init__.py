@@ -5,7 +5,7 @@ run the named SQL. Everything above it sees the normalized views `n.*` (schema.p
 def __getattr__(name):
     # Trace imports DuckDB (~40 ms): a report served from the cache, which only needs source.sql's file
     # digest, must not pay for it.
-    if name == "Trace":
-        from .trace import Trace
-        return Trace
+    if name in ("Trace", "open_input"):
+        from . import trace   # lazy: the reason above
+        return getattr(trace, name)
     raise AttributeError(name)

@@ -3,10 +3,14 @@ with them, and a private folder to spill into. Shared by the input adapters (tra
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 from pathlib import Path
 
 import duckdb
 
+from ..cache import cache_dir
+from ..cpus import analysis_threads
 from ..errors import EXIT_EXPORT_FAILED, BadInput, NsysH2DError
 
 # DuckDB's own memory (tables, joins, sorts) stays under this; past it, it spills to disk. The parts
@@ -21,12 +25,9 @@ BASE_THREADS, BASE_MB, PER_THREAD_MB = 2, 160, 40
 
 def memory_limit(threads: int | None = None) -> str:
     """NSYSH2D_MEMORY_LIMIT as given, else the default for this many threads (this process's, from cpus.py)."""
-    import re
-
     value = os.environ.get("NSYSH2D_MEMORY_LIMIT")
     if value is None:
         if threads is None:
-            from ..cpus import analysis_threads
             threads = analysis_threads()
         return f"{BASE_MB + PER_THREAD_MB * max(0, threads - BASE_THREADS)}MB"
     if not re.fullmatch(r"\s*\d+(\.\d+)?\s*([KMGT]i?B|B)\s*", value, re.I):
@@ -38,10 +39,6 @@ def spill_folder() -> str:
     """A new folder, 0700, for this run's DuckDB spill files: in the user's cache, or in $TMPDIR when the
     cache cannot be written. Never a shared folder itself, where a link planted under DuckDB's file names
     would have its target overwritten (docs/security.md)."""
-    import tempfile
-
-    from ..cache import cache_dir
-
     try:
         base = cache_dir("spill")
     except (OSError, NsysH2DError):   # an unwritable or refused cache: a new folder in $TMPDIR is as safe
@@ -61,7 +58,7 @@ def duckdb_config(threads: int, spill: str) -> dict:
 
 def sqlite_extension_path() -> str:
     try:
-        import duckdb_extension_sqlite_scanner as ext
+        import duckdb_extension_sqlite_scanner as ext   # lazy: only an nsys export loads it; missing, it says so
     except ImportError:
         raise NsysH2DError("the DuckDB sqlite scanner is missing: pip install "
                            f"'duckdb-extension-sqlite-scanner=={duckdb.__version__}'", EXIT_EXPORT_FAILED) from None

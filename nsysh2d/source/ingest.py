@@ -27,8 +27,10 @@ from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from ..cpus import MAX_THREADS, analysis_threads
 from ..errors import BadInput, first_line
-from .files import read_only, read_only_uri
+from .file_checks import read_only, read_only_uri
+from .schema import column_expr
 
 MIN_ROWS_PER_PART = 200_000
 # Parts are planned from the rowid span, which a damaged or edited file can stretch to 2^64 for a few rows:
@@ -42,8 +44,6 @@ _SMALL_TABLES = itertools.count()
 
 
 def _workers(threads: int | None) -> int:
-    from ..cpus import MAX_THREADS, analysis_threads
-
     return max(1, min(threads or analysis_threads(), MAX_THREADS))
 
 
@@ -64,8 +64,6 @@ def plan(trace, read: Read, small_rows: int | None = None) -> tuple[dict[str, st
     """What reading `read` runs: (each column's integer type, the one statement of a small table or None, the
     statements of the parts of a larger one). small_rows: SMALL_ROWS unless given (fuzz/make_inputs.py asks for
     the parts' statements of a small file)."""
-    from .schema import column_expr
-
     table, cols = trace.source_columns(read.view)
     exprs = {out: column_expr(cols[out], out, "sqlite") if cols[out] else f'NULL AS "{out}"'
              for out in read.columns or cols}
@@ -138,7 +136,7 @@ class Parts:
 
     def _typed(self, t):
         """The part with the declared integer types (a part whose column is all NULL comes back untyped)."""
-        import pyarrow as pa
+        import pyarrow as pa   # lazy: a small table's read never loads Arrow (~0.15 s of a cold report)
 
         schema = pa.schema([(c, pa.int32() if t == "INTEGER" else pa.int64()) for c, t in self.types.items()])
         try:
@@ -149,7 +147,7 @@ class Parts:
     def _read_small(self, sqlite_sql: str):
         """The whole (small) table's matching rows as a DuckDB relation over a temporary table: the statement
         runs inside SQLite (sqlite_query), its text cast back to the declared integer types."""
-        import duckdb
+        import duckdb   # lazy: fuzz/make_inputs.py plans reads without DuckDB
 
         # A name of its own, never reused: relations of earlier parts still read their tables (id(self) is
         # reused once a Parts is freed, and a CREATE OR REPLACE then swapped kernels for memsets).
@@ -211,7 +209,7 @@ def _query(path: str, sql: str, types: dict[str, str]):
     reader = compiled_reader()
     if reader is None:
         return _query_adbc(path, sql)
-    import pyarrow as pa
+    import pyarrow as pa   # lazy: as in Parts._typed
 
     try:
         rows, cols = reader.read_columns(read_only_uri(path), sql,
@@ -234,7 +232,7 @@ def compiled_reader():
     if os.environ.get("NSYSH2D_READER") == "adbc":
         return None
     try:
-        from . import _sqlite_ints
+        from . import _sqlite_ints   # lazy: optional (an install without a C compiler reads through ADBC)
     except ImportError:
         return None
     return _sqlite_ints
@@ -243,9 +241,9 @@ def compiled_reader():
 def _query_adbc(path: str, sql: str):
     """The result of one SQLite query as an Arrow table, through ADBC's driver manager directly: its
     DB-API module imports polars when it is installed (0.15 s of start-up for nothing)."""
-    import adbc_driver_manager as adbc
-    import adbc_driver_sqlite
-    import pyarrow as pa
+    import adbc_driver_manager as adbc   # lazy: the fallback reader's (compiled_reader)
+    import adbc_driver_sqlite   # lazy: as adbc_driver_manager
+    import pyarrow as pa   # lazy: as in Parts._typed
 
     with adbc_driver_sqlite.connect(read_only_uri(path)) as db, \
             adbc.AdbcConnection(db) as con, adbc.AdbcStatement(con) as stmt:

@@ -160,7 +160,7 @@ def _add(cols: dict, *values) -> None:
 
 
 def _table(cols: dict, int32=()):
-    import pyarrow as pa
+    import pyarrow as pa   # lazy: a trace whose tables come from the cache (kineto_cache) loads no Arrow
 
     return pa.table({c: pa.array(v, type=pa.int32() if c in int32 else pa.int64()) for c, v in cols.items()})
 
@@ -168,7 +168,7 @@ def _table(cols: dict, int32=()):
 def load(con, path: str, warnings: list[str], inconsistencies: list[str] | None = None) -> dict:
     """Read the trace at `path` into the tables k_* of `con` and build the views n.*; returns the metadata. GPU
     copies and copy calls left out (unusable fields) go to `inconsistencies` too: the gate cannot judge them."""
-    import pyarrow as pa
+    import pyarrow as pa   # lazy: a trace whose tables come from the cache (kineto_cache) loads no Arrow
 
     events = Events(path)
     progress = _progress(path)

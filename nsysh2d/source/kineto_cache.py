@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from .. import __version__
 from ..cache import cache_dir, cache_root, check_private, file_key, seal, sealed
 from . import kineto
 
@@ -21,8 +22,6 @@ MANIFEST = "manifest.json"
 
 def _code_digest() -> str:
     """What the tables depend on besides the trace: the reader's own code and the nsysh2d version."""
-    from .. import __version__
-
     h = hashlib.sha256(__version__.encode())
     here = Path(__file__).parent
     for name in ("kineto.py", "kineto_json.py", "kineto_legacy.py"):
@@ -75,7 +74,7 @@ def _restore(con, target: Path):
 
 
 def _store(con, target: Path, meta: dict, kept: list[str], bad: list[str]) -> None:
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq   # lazy: only a first read stores tables; a restore is DuckDB's
 
     parent = cache_dir("kineto")
     tmp = Path(tempfile.mkdtemp(prefix="tables-", dir=parent))

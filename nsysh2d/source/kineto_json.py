@@ -32,21 +32,23 @@ def names_trace_events(path: str) -> bool:
     return b'"traceEvents"' in _head(path)
 
 
-def _head(path: str) -> bytes:
+def _head(path: str, size: int = 1 << 20) -> bytes:
     try:
         with open(path, "rb") as f:
             head = f.read(2)
             f.seek(0)
             raw = gzip.GzipFile(fileobj=f) if head == GZIP_MAGIC else f
-            return raw.read(1 << 20)
+            return raw.read(size)
     except (OSError, EOFError, zlib.error):
         return b""
 
 
 def sniff(path: str) -> bool:
     """Is this (by content, not by name) a JSON object, plain or gzip-compressed: a Kineto trace or meant as one
-    (read() then says what is missing)? SQLite exports and nsys reports never start with '{'."""
-    stripped = _head(path)[:4096].lstrip(b" \t\r\n\xef\xbb\xbf")
+    (read() then says what is missing)? SQLite exports and nsys reports never start with '{'. Its first 4 KiB
+    only: asked of every input (a cached report's too), and a gzip stream damaged further on is the reader's to
+    name, not a reason to call the file something else."""
+    stripped = _head(path, 4096).lstrip(b" \t\r\n\xef\xbb\xbf")
     return stripped.startswith(b"{")
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 # SQL in Python: the n.* views are built from data (schema.VIEWS and the columns the file has): that mapping
 # is what turns nsys versions into one schema; names are checked identifiers, values never formatted in.
 
+from urllib.parse import quote
+
 from ..errors import BadInput
 from . import sql
 
@@ -209,8 +211,7 @@ def first_bad_value(path: str) -> str | None:
     after a read failed on such a value: DuckDB's message names the column, not its table, and one quoting
     bytes that are not UTF-8 cannot even be decoded. SQLite reads the file itself, read-only and immutable
     (no side file is looked at)."""
-    import sqlite3
-    from urllib.parse import quote
+    import sqlite3   # lazy: asked only after a read failed; files.py (on a cache hit's path) imports this module
 
     try:
         con = sqlite3.connect(f"file:{quote(path)}?mode=ro&immutable=1", uri=True)

@@ -19,8 +19,12 @@ from __future__ import annotations
 # SQL in Python: the PRAGMA that recovers the private copy with its side file, and a count that checks it opens.
 
 import os
+import shutil
+import sqlite3
 import stat
+import tempfile
 
+from ..cache import cache_dir, file_key, seal, sealed
 from ..errors import BadInput
 
 SIDES = {"-journal": "rollback journal", "-wal": "write-ahead log (-wal)"}
@@ -111,11 +115,6 @@ def private_copy(path: str, keep: bool = True) -> str:
     """A consistent copy of the file (with its -wal or -journal applied), never written beside the original:
     in the cache (sealed, reused while the files are unchanged), or with keep=False (--no-cache) in a new
     private folder of its own, which the caller removes (the returned file's folder) when done."""
-    import shutil
-    import tempfile
-
-    from ..cache import cache_dir, file_key, seal, sealed
-
     path = os.path.realpath(path)   # the side files SQLite would read are beside the file a link names
     opened = {}
     try:
@@ -163,8 +162,6 @@ def private_copy(path: str, keep: bool = True) -> str:
 
 def _recover(path: str, tmp: str) -> None:
     """SQLite replays the WAL or rolls the journal back into the copy, inside its private folder."""
-    import sqlite3
-
     try:
         con = sqlite3.connect(tmp)
         try:

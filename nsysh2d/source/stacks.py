@@ -1,7 +1,8 @@
-"""The copy calls' stacks, as the model asks its Trace for them (docs/architecture.md: the input adapters).
+"""An nsys export's copy-call stacks, as the model asks its Trace for them (inputs.NsysSqlite; docs/architecture.md:
+the input adapters; Kineto's are kineto.py's).
 
 Python stacks: nsys records them as NVTX marks whose binary payload the standard library's sqlite3 reads (DuckDB's
-scanner rejects the blobs nsys stores in a TEXT column); Kineto as python_function events (kineto.py). Native
+scanner rejects the blobs nsys stores in a TEXT column). Native
 stacks (CUDA backtraces): nsys's CUDA_CALLCHAINS, filtered inside SQLite by the calls' stack ids; DuckDB's scanner
 converted every row of the table first (51 k rows: 40 ms of a 0.55 s report; a long capture holds millions).
 """
@@ -13,18 +14,15 @@ from __future__ import annotations
 import html
 import json
 
-from . import kineto, sql
-from .files import read_only
+from . import sql
+from .file_checks import read_only
 from .ingest import bad_table, not_integers
+from .python_backtrace import decode_python_frames
 
 
 def python_stacks(trace, marks: list[tuple]) -> tuple[list[tuple], dict]:
     """([(global_pid, correlation_id, stack key)], {key: [(function, file, line)], innermost first}) of the copy
     calls. nsys: the decoded Python-backtrace payloads of `marks` (model/python_marks.sql rows)."""
-    if trace.format == "kineto":
-        return kineto.python_stacks(trace.con)
-    from .python_backtrace import decode_python_frames
-
     blobs = nvtx_blobs(trace, sorted({m[4] for m in marks})) if marks else {}
     decoded = {blob: decode_python_frames(blob) for blob in set(blobs.values())}
     ids = sorted({i for fr in decoded.values() for f in fr for i in (f[0], f[1])})
@@ -48,9 +46,7 @@ def nvtx_blobs(trace, domain_ids: list[int]) -> dict[tuple[int, int], bytes]:
 
 def native_stacks(trace) -> list[tuple]:
     """[(callchain_id, depth, symbol, module)] of the copy calls' native stacks, by id and depth (NULL depths last),
-    as model/callchain_frames.sql gives them (the Kineto path, and the reference the tests compare with)."""
-    if trace.format == "kineto":
-        return sql.run(trace.con, "model/callchain_frames").fetchall()
+    as model/callchain_frames.sql gives them (Kineto's path, and the reference the tests compare with)."""
     table, cols = trace.source_columns("callchains")
     ids = [i for (i,) in sql.run(trace.con, "model/callchain_ids").fetchall()]
     if table is None or not ids or not cols["id"]:
