@@ -15,14 +15,11 @@ from .spec import Spec
 def api_summary(path: str, nsys: str | None = None, use_cache: bool = True) -> dict:
     """{"path", "rows": [{time_pct, total_ns, calls, avg_ns, median_ns, min_ns, max_ns, stddev_ns, name,
     name_id}]}, longest total first."""
-    from ..source import Trace   # lazy: model/source import duckdb; a cached result is read without it
+    from ..source import open_input   # lazy: model/source import duckdb; a cached result is read without it
 
-    trace = Trace.open(path, nsys=nsys, use_cache=use_cache)
-    try:
+    with open_input(path, nsys=nsys, use_cache=use_cache) as trace:
         read_durations(trace)
         return {"path": trace.source or trace.path, "rows": trace.rows("analyses/api_summary")}
-    finally:
-        trace.close()
 
 
 def read_durations(trace) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..source.files import damage_is_bad_input
 from .function_times import function_times
 from .options import steps_in
 from .spec import Spec
@@ -38,30 +37,26 @@ class RangeTimes:
 
 def range_times(path: str, nsys: str | None, use_cache: bool, step_pattern: str, top: int = TOP) -> RangeTimes:
     from ..model.pipeline import PIPELINE, run_step   # lazy: model/source import duckdb; a cached result is read without it
-    from ..source import Trace   # lazy: model/source import duckdb; a cached result is read without it
+    from ..source import open_input   # lazy: model/source import duckdb; a cached result is read without it
 
-    with damage_is_bad_input(path):
-        trace = Trace.open(path, nsys=nsys, use_cache=use_cache)
-        try:
-            run_step(trace, next(s for s in PIPELINE if s.name == "nvtx"))
-            step_pattern = steps_in(trace.rows, step_pattern)
-            trace.run("analyses/range_sel", {"pattern": step_pattern, "top": top})
-            rows = trace.rows("analyses/range_times", {"pattern": step_pattern})
-            apis: dict[tuple[str, bool], list[dict]] = {}
-            for r in trace.rows("analyses/range_apis"):
-                apis.setdefault((r["name"], r["is_step"]), []).append(
-                    {"api": r["api"], "calls": r["calls"], "total_ns": r["total_ns"], "gpu_ns": r["gpu_ns"]})
-            left_out = rows[0]["left_out"] if rows else 0
-            ranges = []
-            for r in rows:
-                mine = apis.get((r["name"], r["is_step"]), [])
-                # the GPU time of the kernels launched from inside the range (what a UVA read slows, say)
-                ranges.append({k: v for k, v in r.items() if k != "left_out"}
-                              | {"kernel_gpu_ns": sum(a["gpu_ns"] for a in mine), "apis": mine})
-            return RangeTimes(trace.source or trace.path, step_pattern, ranges, int(left_out or 0),
-                              list(trace.warnings), function_times(trace))
-        finally:
-            trace.close()
+    with open_input(path, nsys=nsys, use_cache=use_cache) as trace:
+        run_step(trace, next(s for s in PIPELINE if s.name == "nvtx"))
+        step_pattern = steps_in(trace.rows, step_pattern)
+        trace.run("analyses/range_sel", {"pattern": step_pattern, "top": top})
+        rows = trace.rows("analyses/range_times", {"pattern": step_pattern})
+        apis: dict[tuple[str, bool], list[dict]] = {}
+        for r in trace.rows("analyses/range_apis"):
+            apis.setdefault((r["name"], r["is_step"]), []).append(
+                {"api": r["api"], "calls": r["calls"], "total_ns": r["total_ns"], "gpu_ns": r["gpu_ns"]})
+        left_out = rows[0]["left_out"] if rows else 0
+        ranges = []
+        for r in rows:
+            mine = apis.get((r["name"], r["is_step"]), [])
+            # the GPU time of the kernels launched from inside the range (what a UVA read slows, say)
+            ranges.append({k: v for k, v in r.items() if k != "left_out"}
+                          | {"kernel_gpu_ns": sum(a["gpu_ns"] for a in mine), "apis": mine})
+        return RangeTimes(trace.source or trace.path, step_pattern, ranges, int(left_out or 0),
+                          list(trace.warnings), function_times(trace))
 
 
 SPEC = Spec(lambda trace, opts, groups: range_times(trace.path, trace.nsys, trace.use_cache, opts.step_pattern),

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import BadInput
-from ..source.files import damage_is_bad_input
 from .spec import Spec
 
 if TYPE_CHECKING:
@@ -58,14 +57,10 @@ class ThresholdResult:
 
 def threshold_report(path: str, nsys: str | None = None, use_cache: bool = True) -> ThresholdResult:
     """The thresholds of one sweep trace."""
-    from ..model import CopyModel   # lazy: model/source import duckdb; a cached result is read without it
+    from ..model import open_model   # lazy: model/source import duckdb; a cached result is read without it
 
-    with damage_is_bad_input(path):
-        model = CopyModel.open(path, nsys=nsys, use_cache=use_cache)
-        try:
-            return ThresholdResult(path, thresholds(sweep_rows(model)))
-        finally:
-            model.close()
+    with open_model(path, nsys=nsys, use_cache=use_cache) as model:
+        return ThresholdResult(path, thresholds(sweep_rows(model)))
 
 
 def thresholds(rows: pl.DataFrame) -> list[dict]:
