@@ -112,12 +112,12 @@ def test_the_report_cache_asks_the_adapter(tmp_path, monkeypatch):
     keys = {}
     for root in ("/a", "/b"):
         monkeypatch.setenv("NSYSH2D_SOURCE_ROOT", root)
-        keys[root] = (jobs.entry_path(str(KINETO), None, None), jobs.entry_path(str(PROBE), None, None))
+        keys[root] = (jobs.entry_path(jobs.Job(str(KINETO))), jobs.entry_path(jobs.Job(str(PROBE))))
     assert keys["/a"][0] != keys["/b"][0] and keys["/a"][1] == keys["/b"][1]
     rep = tmp_path / "x.nsys-rep"
     rep.write_bytes(b"not a report")
     computed = []
-    assert jobs.cached(str(rep), "report", None, None, True, lambda: computed.append(1) or "fresh") == "fresh"
+    assert jobs.cached(jobs.Job(str(rep)), lambda: computed.append(1) or "fresh") == "fresh"
     assert computed == [1]
 
 
