@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import contextmanager
 from pathlib import Path
 from typing import ClassVar, Protocol
 
@@ -118,7 +119,32 @@ class NsysRep(NsysSqlite):
         return tr
 
 
-class KinetoJson:
+class ViewsInput:
+    """The fast paths of a format that fills the views n.* itself in DuckDB (no SQLite to filter inside): read from
+    those views by generic queries, so a new such format needs only its reader, its views and its class here.
+    Python stacks are format-specific: none unless the format overrides python_stacks."""
+
+    def copy_calls(self, trace):
+        """The copy calls' runtime rows as the one part ingest.Parts would hand out for an nsys export."""
+        return _one_part(sql.run(trace.con, "source/views_copy_calls").to_arrow_table())
+
+    def gpu_work(self, trace):
+        """Kernels and memsets overlapping the spans the backlogs need (work_spans), as model/work.sql reads them."""
+        return sql.run(trace.con, "source/views_gpu_work").to_arrow_table()
+
+    def python_stacks(self, trace, marks):
+        return [], {}
+
+    def native_stacks(self, trace):
+        return sql.run(trace.con, "model/callchain_frames").fetchall()
+
+
+@contextmanager
+def _one_part(table):
+    yield iter([table])
+
+
+class KinetoJson(ViewsInput):
     """A torch.profiler (Kineto) chrome trace, .json or gzip-compressed: read whole into DuckDB tables (kineto.py),
     kept in the cache and read from there next time (kineto_cache.py); no SQLite attached."""
     name, cacheable, uses_source_root = "kineto", True, True
@@ -147,20 +173,9 @@ class KinetoJson:
             tr.input = KinetoLegacy(self.path)
         return tr
 
-    def copy_calls(self, trace):
-        from . import kineto   # lazy: as open
-        return kineto.copy_calls(trace.con)
-
-    def gpu_work(self, trace):
-        from . import kineto   # lazy: as open
-        return kineto.gpu_work(trace.con)
-
     def python_stacks(self, trace, marks):
         from . import kineto   # lazy: as open
         return kineto.python_stacks(trace.con)
-
-    def native_stacks(self, trace):
-        return sql.run(trace.con, "model/callchain_frames").fetchall()
 
 
 class KinetoLegacy(KinetoJson):

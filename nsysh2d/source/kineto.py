@@ -19,7 +19,6 @@ import re
 import sys
 import time
 from array import array
-from contextlib import contextmanager
 
 from ..errors import BadInput
 from . import kineto_forms, kineto_json, kineto_legacy, kineto_ops, sql
@@ -268,17 +267,6 @@ def _text(v):
     into one character, so what is left is alone), which no UTF-8 output (DuckDB, a terminal, a file) can hold:
     each becomes U+FFFD."""
     return None if v is None else _LONE_SURROGATE.sub("\ufffd", str(v))
-
-
-@contextmanager
-def copy_calls(con):
-    """The runtime rows of the copy calls, as the one part ingest.Parts would hand out for an nsys export."""
-    yield iter([sql.run(con, "source/kineto_copy_calls").to_arrow_table()])
-
-
-def gpu_work(con):
-    """Kernels and memsets overlapping the spans the backlogs need (work_spans), as model/work.sql reads them."""
-    return sql.run(con, "source/kineto_gpu_work").to_arrow_table()
 
 
 def python_stacks(con) -> tuple[list[tuple], dict]:

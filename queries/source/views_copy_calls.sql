@@ -1,4 +1,5 @@
--- kineto_copy_calls: the copy API calls of a Kineto trace (runtime and driver, cudaMemcpy* / cuMemcpy*) and
+-- views_copy_calls: the copy API calls of a trace whose format fills the views n.* itself (Kineto), read from them
+-- (runtime and driver, cudaMemcpy* / cuMemcpy*) and
 -- the calls that pin host memory, with
 -- the columns and types ingest.py's parts of an nsys export have (the same filter as sqlite_copy_calls.sql).
 -- No parameters.
