@@ -53,16 +53,18 @@ class TraceInput(Protocol):
     def native_stacks(self, trace) -> list[tuple]: ...
 
 
-class NsysSqlite:
+class _Adapter:
+    def __init__(self, path: str):
+        self.path = path
+
+
+class NsysSqlite(_Adapter):
     """An nsys SQLite export, attached read-only (a -journal/-wal beside it: read from a private copy)."""
     name, cacheable, uses_source_root = "nsys-sqlite", True, False
     sites_at_def = function_spans = cpu_ops = False
     # words for what this format lacks or holds (present/ and analyses/ ask the class, never the name)
     uncalled_copies = "(missing, unnamed or renamed in StringIds)"
     no_steps_hint = ""
-
-    def __init__(self, path: str):
-        self.path = path
 
     @staticmethod
     def heading(rep: dict) -> str:
@@ -119,7 +121,7 @@ class NsysRep(NsysSqlite):
         return tr
 
 
-class ViewsInput:
+class ViewsInput(_Adapter):
     """The fast paths of a format that fills the views n.* itself in DuckDB (no SQLite to filter inside): read from
     those views by generic queries, so a new such format needs only its reader, its views and its class here.
     Python stacks are format-specific: none unless the format overrides python_stacks."""
@@ -151,9 +153,6 @@ class KinetoJson(ViewsInput):
     sites_at_def = function_spans = cpu_ops = True
     uncalled_copies = "(their call is not in the trace: torch.profiler records no CUDA driver copy calls)"
     no_steps_hint = "; torch.profiler writes ProfilerStep#N ranges only with a profiler schedule"
-
-    def __init__(self, path: str):
-        self.path = path
 
     @staticmethod
     def heading(rep: dict) -> str:
