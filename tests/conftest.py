@@ -38,7 +38,9 @@ SLOW_FILES = {"test_cluster.py", "test_html.py", "test_properties.py", "test_run
               # hostile values through the CLI, one subprocess per case under a memory limit (issue 54)
               "test_trust_values.py",
               # benchmarks/lint_vllm.py end to end (a stand-in linter and the parse floor as subprocesses)
-              "test_lint_vllm_bench.py"}
+              "test_lint_vllm_bench.py",
+              # every bundled export and generated files through the compiled per-call pass and the SQL steps
+              "test_percall_exports.py"}
 
 
 def pytest_collection_modifyitems(items):

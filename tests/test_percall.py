@@ -1,0 +1,130 @@
+"""The compiled per-call pass (source/percall.py, _percall.c) against the SQL steps it stands in for (model/
+store_memcpy.sql, store_calls.sql, copies_join.sql with nvtx.sql's with_nvtx), fast cases: edited copies of a real
+export (calls that fold fall back to the SQL steps; odd values stay in C) give the same report either way; bad
+values are the one-line error; a small export goes without the pass; its C entry points check what they are given
+and attribute NVTX ranges by the ASOF rule. tests/test_percall_exports.py: every bundled export, property files."""
+import json
+
+import pytest
+
+from conftest import DATA, edited_copy
+from nsysh2d.analysis import Analysis, Options
+from nsysh2d.errors import BadInput
+from nsysh2d.source import percall
+
+API_PROBE = DATA / "h200" / "api-probe.sqlite"
+
+
+def test_the_compiled_pass_is_built():
+    assert percall.compiled() is not None, "nsysh2d.source._percall was not built: see setup.py"
+
+
+def analyse(path, monkeypatch, mode: str) -> tuple[str, list[tuple], bool, list]:
+    """(the report as JSON text, every call of copies_x, whether the C pass joined, the rows of copies and
+    memcpy_raw) with NSYSH2D_PERCALL=mode."""
+    monkeypatch.setenv("NSYSH2D_PERCALL", mode)
+    a = Analysis.open(str(path))
+    try:
+        rep = a.report(Options(min_ns=0, direction="all", top=50))
+        calls = a.trace.con.execute("SELECT * FROM copies_x ORDER BY ALL").fetchall()
+        joined = a.trace.con.execute("SELECT getvariable('api_rows') IS NOT NULL").fetchone()[0]
+        stored = [a.trace.con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in ("copies", "memcpy_raw")]
+        return json.dumps(rep, sort_keys=True, default=str), calls, joined, stored
+    finally:
+        a.close()
+
+
+def assert_same(path, monkeypatch) -> bool:
+    sql = analyse(path, monkeypatch, "0")
+    c = analyse(path, monkeypatch, "1")
+    assert not sql[2], "the SQL-only path set api_rows"
+    assert c[1] == sql[1], f"{path.name}: calls differ"
+    assert c[0] == sql[0], f"{path.name}: reports differ"
+    return c[2]
+
+
+# Edited copies of a real export: each makes the calls fold (the SQL steps join) or stays plain, the same report.
+EDITS = {
+    "activity key repeated": ["INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY SELECT * FROM CUPTI_ACTIVITY_KIND_MEMCPY "
+                              "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_MEMCPY)"],
+    "a call without activity": ["DELETE FROM CUPTI_ACTIVITY_KIND_MEMCPY WHERE rowid = "
+                                "(SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_MEMCPY)"],
+    "activity of another process": ["UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET globalPid = globalPid + 16777216 "
+                                    "WHERE rowid = (SELECT min(rowid) FROM CUPTI_ACTIVITY_KIND_MEMCPY)"],
+    "activity naming no process": ["UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET globalPid = NULL"],
+    "a call's runtime row twice": ["INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME SELECT * FROM CUPTI_ACTIVITY_KIND_RUNTIME "
+                                   "WHERE correlationId = (SELECT min(correlationId) FROM CUPTI_ACTIVITY_KIND_MEMCPY)"],
+    "NULL and huge times": ["UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = -9223372036854775807 WHERE rowid % 7 = 0",
+                            "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = 9223372036854775807 WHERE rowid % 11 = 0",
+                            "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET end = 4611686018427387904 WHERE rowid % 5 = 0"],
+    "no NVTX": ["DROP TABLE IF EXISTS NVTX_EVENTS"],
+    "no activity table": ["DROP TABLE CUPTI_ACTIVITY_KIND_MEMCPY"],
+    "negative thread ids": ["UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET globalTid = -globalTid",
+                            "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET globalPid = -globalPid"],
+}
+
+
+@pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
+def test_edited_exports_give_the_same_report_either_way(edit, tmp_path, monkeypatch):
+    path = edited_copy(API_PROBE, tmp_path / "edited.sqlite", *EDITS[edit])
+    assert_same(path, monkeypatch)
+
+
+def test_text_in_the_activity_is_the_one_line_error(tmp_path, monkeypatch):
+    bad = edited_copy(API_PROBE, tmp_path / "bad.sqlite",
+                      "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = 'x' WHERE rowid = "
+                      "(SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_MEMCPY)")
+    monkeypatch.setenv("NSYSH2D_PERCALL", "1")
+    with pytest.raises(BadInput) as e:
+        Analysis.open(str(bad)).report(Options(min_ns=0, direction="all", top=5))
+    assert "CUPTI_ACTIVITY_KIND_MEMCPY holds non-integer values" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_small_export_is_left_to_duckdb_unless_asked(monkeypatch):
+    """The pass imports pyarrow and numpy (~0.15 s): a small export (ingest.py's small path) goes without it."""
+    from nsysh2d.source.trace import Trace
+
+    monkeypatch.delenv("NSYSH2D_PERCALL", raising=False)
+    with Trace.open(str(API_PROBE), use_cache=False) as t:
+        assert percall.wanted(t) is None
+        monkeypatch.setenv("NSYSH2D_PERCALL", "1")
+        assert percall.wanted(t) is not None
+
+
+# ---------------------------------------------------------------- the C entry points on their own
+def test_join_calls_checks_its_buffers():
+    import numpy as np
+
+    from nsysh2d.source import _percall
+
+    index, dups = _percall.build_index(np.array([5, 7, 5], np.int64), np.array([1, 1, 1], np.uint8))
+    assert dups == 1
+    with pytest.raises(ValueError):
+        _percall.build_index(np.array([5], np.int64), np.array([1, 1], np.uint8))
+    with pytest.raises(ValueError):
+        _percall.join_calls(str(API_PROBE), "SELECT 1", index[:-8], np.zeros(3, np.int64), np.zeros(3, np.uint8))
+    with pytest.raises(ValueError):
+        _percall.join_calls(str(API_PROBE), "SELECT 1", index, np.zeros(3, np.int64), np.zeros(2, np.uint8))
+
+
+def test_nvtx_attrib_is_the_asof_rule():
+    """A call gets the range open after its thread's latest event at or before its start, if that range lasts
+    until the call ends; unsorted events are refused."""
+    import numpy as np
+
+    from nsysh2d.source import _percall
+
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    ok = lambda *v: np.array(v, np.uint8)  # noqa: E731
+    # thread 1: range 10 open over [0, 100] (event at 0), closed at 100 (event: no range open)
+    ev = (i64(1, 1), i64(0, 100), i64(10, 0), ok(1, 0), i64(100, 0), ok(1, 0), i64(3, 0), ok(1, 0))
+    calls = (i64(1, 1, 1, 2, 1), ok(1, 1, 1, 1, 0), i64(0, 50, 100, 50, 5), ok(1, 1, 1, 1, 1),
+             i64(100, 101, 120, 60, 6), ok(1, 1, 1, 1, 1))
+    rid, rid_ok, rg = _percall.nvtx_attrib(*calls, *ev)
+    assert list(np.frombuffer(rid_ok, np.uint8)) == [1, 0, 0, 0, 0]
+    assert np.frombuffer(rid, np.int64)[0] == 10 and list(np.frombuffer(rg, np.int64)) == [3, 0, 0, 0, 0]
+    bad = (i64(1, 1), i64(100, 0)) + ev[2:]
+    with pytest.raises(ValueError):
+        _percall.nvtx_attrib(*calls, *bad)
+
+
