@@ -156,6 +156,7 @@ def store_compiled(trace, joined) -> bool:
             con.register("percall_part", copies)
             trace.run("model/percall_copies")
             con.unregister("percall_part")
+            con.execute("CHECKPOINT store")   # compressed part by part, as copies_join's ranges
         calls += part.num_rows
         del part, match, copies
     calls -= con.execute("SELECT count(*) FROM alloc_raw").fetchone()[0]

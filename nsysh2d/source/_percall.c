@@ -17,19 +17,45 @@
 static PyObject *NotIntegerError;
 static PyObject *ReadError;
 
-/* (rows, [(data, validity or None, nulls), ...]) of a read, as _sqlite_ints.read_columns returns it. */
+static void free_capsule(PyObject *cap) {
+    free(PyCapsule_GetPointer(cap, NULL));
+}
+
+/* A malloc'd buffer of n bytes handed to Python without a copy: (address, n, owner), pyarrow.foreign_buffer's
+ * arguments; the owner frees it. Takes ptr (freed here on failure). n 0: an empty bytes object as the owner. */
+static PyObject *handed(void *ptr, size_t n) {
+    if (!n) {
+        free(ptr);
+        return Py_BuildValue("(nny#)", (Py_ssize_t)0, (Py_ssize_t)0, "", (Py_ssize_t)0);
+    }
+    void *fit = realloc(ptr, n);   /* the columns grew by doubling: give back what the rows do not use */
+    if (fit)
+        ptr = fit;
+    PyObject *cap = PyCapsule_New(ptr, NULL, free_capsule);
+    if (!cap) {
+        free(ptr);
+        return NULL;
+    }
+    return Py_BuildValue("(NnN)", PyLong_FromVoidPtr(ptr), (Py_ssize_t)n, cap);
+}
+
+/* (rows, [(data, validity or None, nulls), ...]) of a read, data and validity as handed() gives them; the buffers
+ * move out of res (nothing left to free there). */
 static PyObject *columns_of(h2d_result *res, const char *kinds) {
     PyObject *cols = PyList_New(res->ncols);
     if (!cols)
         return NULL;
     for (int c = 0; c < res->ncols; c++) {
         size_t width = kinds[c] == 'q' ? 8 : 4;
-        PyObject *data = PyBytes_FromStringAndSize((const char *)res->cols[c].data, (Py_ssize_t)(res->rows * width));
+        PyObject *data = handed(res->cols[c].data, res->rows * width);
+        res->cols[c].data = NULL;
         PyObject *valid = Py_None;
-        if (res->cols[c].nulls)
-            valid = PyBytes_FromStringAndSize((const char *)res->cols[c].valid, (Py_ssize_t)((res->rows + 7) / 8));
-        else
+        if (res->cols[c].nulls) {
+            valid = handed(res->cols[c].valid, (res->rows + 7) / 8);
+            res->cols[c].valid = NULL;
+        } else {
             Py_INCREF(valid);
+        }
         PyObject *pair = (data && valid) ? Py_BuildValue("(OOn)", data, valid, (Py_ssize_t)res->cols[c].nulls) : NULL;
         Py_XDECREF(data);
         Py_XDECREF(valid);
@@ -104,19 +130,45 @@ static PyObject *join_calls(PyObject *self, PyObject *args) {
         goto done;
     }
     PyObject *cols = columns_of(&res, H2D_CALL_KINDS);
-    PyObject *m = cols ? PyBytes_FromStringAndSize((const char *)match, (Py_ssize_t)(res.rows * 8)) : NULL;
+    PyObject *m = handed(match, res.rows * 8);
     if (cols && m)
         out = Py_BuildValue("(nNN)", (Py_ssize_t)res.rows, cols, m);
     else {
         Py_XDECREF(cols);
         Py_XDECREF(m);
     }
-    free(match);
     h2d_free(&res);
 done:
     PyBuffer_Release(&slots);
     PyBuffer_Release(&pid);
     PyBuffer_Release(&pid_ok);
+    return out;
+}
+
+static PyObject *read_columns(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path, *sql, *kinds;
+    Py_ssize_t nkinds;
+    if (!PyArg_ParseTuple(args, "sss#", &path, &sql, &kinds, &nkinds))
+        return NULL;
+    if (nkinds < 1 || nkinds > H2D_MAX_COLUMNS || (Py_ssize_t)strspn(kinds, "qi") != nkinds) {
+        PyErr_SetString(PyExc_ValueError, "kinds: 1 to 64 letters, q (int64) or i (int32)");
+        return NULL;
+    }
+    h2d_result res;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = h2d_read_ints(path, sql, kinds, (int)nkinds, &res);
+    Py_END_ALLOW_THREADS
+    if (rc != H2D_OK) {
+        PyErr_SetString(rc == H2D_NOT_INTEGER ? NotIntegerError : ReadError,
+                        res.message[0] ? res.message : "unknown error");
+        h2d_free(&res);
+        return NULL;
+    }
+    PyObject *cols = columns_of(&res, kinds);
+    PyObject *out = cols ? Py_BuildValue("(nN)", (Py_ssize_t)res.rows, cols) : NULL;
+    h2d_free(&res);
     return out;
 }
 
@@ -164,8 +216,11 @@ static PyMethodDef methods[] = {
     {"build_index", build_index, METH_VARARGS,
      "build_index(keys int64, valid uint8) -> (index, repeated keys): the rows by key (join_calls' index)."},
     {"join_calls", join_calls, METH_VARARGS,
-     "join_calls(path, sql, index, pid int64, pid_valid uint8) -> (rows, columns as _sqlite_ints.read_columns,\n"
-     "match int64): runs sql (the copy calls' 7 columns) and gives each call its activity row (-1: none)."},
+     "join_calls(path, sql, index, pid int64, pid_valid uint8) -> (rows, columns as read_columns, match int64 as\n"
+     "(address, bytes, owner)): runs sql (the copy calls' 7 columns) and gives each call its activity row (-1: none)."},
+    {"read_columns", read_columns, METH_VARARGS,
+     "read_columns(path, sql, kinds) -> (rows, [(data, validity or None, nulls), ...]): _sqlite_ints.read_columns,\n"
+     "each buffer as (address, bytes, owner) for pyarrow.foreign_buffer (no copy)."},
     {"nvtx_attrib", nvtx_attrib, METH_VARARGS,
      "nvtx_attrib(tid, tid_ok, start, start_ok, end, end_ok, ev_tid, ev_t, ev_id, ev_id_ok, ev_end, ev_end_ok,\n"
      "ev_g, ev_g_ok) -> (range id int64, its validity uint8, range name number int64): each call's innermost range."},

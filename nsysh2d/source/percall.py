@@ -25,6 +25,7 @@ MEMCPY = ingest.Read("memcpy", None, ["start", "end", "device_id", "stream_id", 
                                       "copy_kind", "src_kind", "dst_kind"],
                      {"device_id": "INTEGER", "stream_id": "INTEGER", "copy_kind": "INTEGER", "src_kind": "INTEGER",
                       "dst_kind": "INTEGER"})
+CALL_KINDS = "qqiqqiq"   # COPY_CALLS' columns as join_calls reads them (H2D_CALL_KINDS, _percall_core.h)
 GPU_COLUMNS = {"start": "gpu_start", "end": "gpu_end", "bytes": "bytes", "copy_kind": "copy_kind",
                "src_kind": "src_kind", "dst_kind": "dst_kind", "device_id": "device_id", "stream_id": "stream_id"}
 
@@ -66,16 +67,18 @@ def compiled():
 class Joined:
     """The pass over one trace. Reading the activity starts on a thread at once (it overlaps the steps before the
     first that needs it); prepared() waits for it: (memcpy as an Arrow table, the number of repeated activity
-    keys). parts() then reads and joins the copy calls, one part per thread ahead of the consumer (memory holds
-    only the parts in flight): (calls part, each call's activity row or -1). A context manager: close() stops
-    the reads."""
+    keys); the calls' first parts are read from then on. parts() reads and joins them, one part per thread ahead
+    of the consumer (memory holds only the parts in flight): (calls part, each call's activity row or -1). A
+    context manager: close() stops the reads."""
 
     def __init__(self, trace):
         self.mod, self.trace = compiled(), trace
-        self.pool = ThreadPoolExecutor(ingest._workers(trace.threads))
+        self.workers = ingest._workers(trace.threads)
+        self.pool = ThreadPoolExecutor(self.workers)
+        self.pending: deque = deque()   # the calls' parts being read (the driver starts them, parts() takes them)
+        self.todo = iter(())
         self.driver = ThreadPoolExecutor(1)
         self.future = self.driver.submit(self._prepare)
-        self.pending: deque = deque()
 
     def _prepare(self):
         import pyarrow as pa
@@ -84,57 +87,66 @@ class Joined:
         types, _small, parts = ingest.plan(trace, MEMCPY, small_rows=-1)
         table = trace.source_columns("memcpy")[0]
         with ingest.bad_table(trace, table):
-            try:   # the compiled reader's parts: typed as declared (ingest._query)
-                got = [f.result() for f in [self.pool.submit(ingest._query, trace.path, sql, types) for sql in parts]]
-            except ingest.NotIntegers:
-                raise ingest.not_integers(trace, table) from None
+            got = [f.result() for f in [self.pool.submit(self._read, sql, types, table) for sql in parts]]
         empty = pa.table({c: pa.array([], pa.int32() if t == "INTEGER" else pa.int64()) for c, t in types.items()})
         memcpy = pa.concat_tables([empty] + got)
         del got
         corr, ok = _values(memcpy.column("correlation_id"))
         self.index, dups = self.mod.build_index(corr, ok)
         self.pid, self.pid_ok = _values(memcpy.column("global_pid"))
+        self._start_calls()   # the first parts of the calls read while the caller stores the activity
         return memcpy, dups
 
     def prepared(self):
         return self.future.result()
 
-    def parts(self):
+    def _start_calls(self):
         from .trace import COPY_CALLS
 
+        self.types, _small, sqls = ingest.plan(self.trace, COPY_CALLS, small_rows=-1)
+        if _kinds(self.types) != CALL_KINDS:
+            raise RuntimeError(f"COPY_CALLS reads {_kinds(self.types)}, _percall.join_calls {CALL_KINDS}")
+        self.todo = iter(sqls)
+        self._fill()
+
+    def _fill(self):
+        while len(self.pending) < self.workers and (sql := next(self.todo, None)) is not None:
+            self.pending.append(self.pool.submit(self._join, sql, self.types))
+
+    def parts(self):
         self.prepared()
-        types, _small, sqls = ingest.plan(self.trace, COPY_CALLS, small_rows=-1)
-        todo = iter(sqls)
         table = self.trace.source_columns("runtime")[0]
-        while True:
-            while len(self.pending) < self.pool._max_workers and (sql := next(todo, None)) is not None:
-                self.pending.append(self.pool.submit(self._join, sql, types))
-            if not self.pending:
-                return
+        while self.pending:
             with ingest.bad_table(self.trace, table):
                 got = self.pending.popleft().result()
+            self._fill()
             yield got
+
+    def _read(self, sql, types, table):
+        """One part of the activity as an Arrow table (the C buffers themselves, no copy)."""
+        try:
+            rows, cols = self.mod.read_columns(ingest.read_only_uri(self.trace.path), sql, _kinds(types))
+        except self.mod.NotIntegerError:
+            raise ingest.not_integers(self.trace, table) from None
+        return _table(rows, cols, types)
 
     def _join(self, sql, types):
         import numpy as np
-        import pyarrow as pa
 
         try:
             rows, cols, match = self.mod.join_calls(ingest.read_only_uri(self.trace.path), sql, self.index, self.pid,
                                                     self.pid_ok)
         except self.mod.NotIntegerError:
             raise ingest.not_integers(self.trace, self.trace.source_columns("runtime")[0]) from None
-        arrays = [pa.Array.from_buffers(pa.int32() if t == "INTEGER" else pa.int64(), rows,
-                                        [None if valid is None else pa.py_buffer(valid), pa.py_buffer(data)], nulls)
-                  for (data, valid, nulls), t in zip(cols, types.values())]
-        return pa.table(arrays, names=list(types)), np.frombuffer(match, dtype=np.int64)
+        return _table(rows, cols, types), np.frombuffer(_buffer(match), dtype=np.int64)
 
     def close(self):
+        self.future.cancel()
+        self.driver.shutdown(wait=True)   # the activity read done (it may have started the calls' reads)
+        self.todo = iter(())
         for fut in self.pending:
             fut.cancel()
         self.pending.clear()
-        self.future.cancel()
-        self.driver.shutdown(wait=True)
         self.pool.shutdown(wait=True)
         self.index = self.pid = self.pid_ok = None
 
@@ -143,6 +155,27 @@ class Joined:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _kinds(types: dict[str, str]) -> str:
+    return "".join("i" if t == "INTEGER" else "q" for t in types.values())
+
+
+def _buffer(spec):
+    """An Arrow buffer over memory the C side handed over ((address, bytes, owner): freed with the owner)."""
+    import pyarrow as pa
+
+    address, size, owner = spec
+    return pa.foreign_buffer(address, size, base=owner) if size else pa.py_buffer(b"")
+
+
+def _table(rows: int, cols, types: dict[str, str]):
+    import pyarrow as pa
+
+    arrays = [pa.Array.from_buffers(pa.int32() if t == "INTEGER" else pa.int64(), rows,
+                                    [None if valid is None else _buffer(valid), _buffer(data)], nulls)
+              for (data, valid, nulls), t in zip(cols, types.values())]
+    return pa.table(arrays, names=list(types))
 
 
 def _values(col):
