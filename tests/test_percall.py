@@ -1,7 +1,7 @@
 """The compiled per-call pass (source/percall.py, _percall.c) against the SQL steps it stands in for (model/
 store_memcpy.sql, store_calls.sql, copies_join.sql with nvtx.sql's with_nvtx), fast cases: edited copies of a real
 export (calls that fold fall back to the SQL steps; odd values stay in C) give the same report either way; bad
-values are the one-line error; a small export goes without the pass; its C entry points check what they are given
+values are the one-line error; the pass runs only when asked; its C entry points check what they are given
 and attribute NVTX ranges by the ASOF rule. tests/test_percall_exports.py: every bundled export, property files."""
 import json
 
@@ -80,15 +80,20 @@ def test_text_in_the_activity_is_the_one_line_error(tmp_path, monkeypatch):
     assert "CUPTI_ACTIVITY_KIND_MEMCPY holds non-integer values" in str(e.value) and "\n" not in str(e.value)
 
 
-def test_a_small_export_is_left_to_duckdb_unless_asked(monkeypatch):
-    """The pass imports pyarrow and numpy (~0.15 s): a small export (ingest.py's small path) goes without it."""
+def test_the_pass_runs_only_when_asked(monkeypatch):
+    """Off by default (no faster on 2 cores, more memory: percall.wanted); NSYSH2D_PERCALL=1 asks for it, and
+    NSYSH2D_READER=adbc (no compiled reader) still turns it off."""
     from nsysh2d.source.trace import Trace
 
-    monkeypatch.delenv("NSYSH2D_PERCALL", raising=False)
     with Trace.open(str(API_PROBE), use_cache=False) as t:
+        for value, want in ((None, False), ("0", False), ("1", True)):
+            if value is None:
+                monkeypatch.delenv("NSYSH2D_PERCALL", raising=False)
+            else:
+                monkeypatch.setenv("NSYSH2D_PERCALL", value)
+            assert (percall.wanted(t) is not None) == want, value
+        monkeypatch.setenv("NSYSH2D_READER", "adbc")
         assert percall.wanted(t) is None
-        monkeypatch.setenv("NSYSH2D_PERCALL", "1")
-        assert percall.wanted(t) is not None
 
 
 # ---------------------------------------------------------------- the C entry points on their own

@@ -9,9 +9,9 @@ on the same thread (the GIL released); the NVTX range of each call is a binary s
 model/nvtx.sql. A trace whose calls need folding (model/copies_fold.sql: an activity key with several rows, a call
 without or with several activity rows) gets the SQL steps for the join, over the rows read here (no second read).
 
-Used for nsys exports with more than MIN_ROWS runtime rows where both compiled modules were built; NSYSH2D_PERCALL=0
-(or NSYSH2D_READER=adbc) turns it off, NSYSH2D_PERCALL=1 uses it for every size (tests/test_percall.py compares both
-paths on every bundled export).
+Used with NSYSH2D_PERCALL=1 (and both compiled modules built; NSYSH2D_READER=adbc turns it off): it is not the
+default, for it is no faster on 2 cores and holds more memory (wanted()). tests/test_percall.py and
+test_percall_exports.py compare both paths on every bundled export.
 """
 from __future__ import annotations
 
@@ -30,24 +30,12 @@ GPU_COLUMNS = {"start": "gpu_start", "end": "gpu_end", "bytes": "bytes", "copy_k
                "src_kind": "src_kind", "dst_kind": "dst_kind", "device_id": "device_id", "stream_id": "stream_id"}
 
 
-# A runtime table of up to this many rows is read by DuckDB itself (ingest.py's small path: no threads, and no
-# pyarrow or numpy to import, ~0.15 s of a small report); the pass is for larger ones. NSYSH2D_PERCALL=1: any size.
-MIN_ROWS = 50_000
-
-
 def wanted(trace):
-    """The _percall module when the pass should run on this trace, else None (the SQL steps do its work):
-    an nsys export whose runtime table spans more than MIN_ROWS rows (or any, with NSYSH2D_PERCALL=1)."""
-    if trace.format == "kineto" or compiled() is None:
+    """The _percall module when the pass should run on this trace, else None (the SQL steps do its work): an nsys
+    export, with NSYSH2D_PERCALL=1. Off by default: on the 2-core machine it gives the same reports in the same
+    time as the SQL steps, with ~300 MB more at its peak on the 20 M-row export (docs/benchmarks.md, issue 59)."""
+    if trace.format == "kineto" or os.environ.get("NSYSH2D_PERCALL") != "1":
         return None
-    if os.environ.get("NSYSH2D_PERCALL") != "1":
-        table = trace.source_columns("runtime")[0]
-        if table is None:
-            return None
-        with ingest.bad_table(trace, table):
-            lo, hi = ingest._bounds(trace.path, table)
-        if lo is None or hi - lo + 1 <= MIN_ROWS:
-            return None
     return compiled()
 
 
