@@ -34,12 +34,14 @@ def statements(trace) -> list[str]:
 
 
 def percall_statements(trace) -> list[str]:
-    """What the compiled per-call pass runs (source/percall.py), "<kinds><TAB><sql>": the activity read, then the
-    copy calls' parts, for a file of any size (fuzz/run_percall.sh)."""
-    from nsysh2d.source import percall
-
+    """What the compiled per-call pass gets its values from, "<kinds><TAB><sql>": the activity (as the reader would
+    read it; the analysis has DuckDB's scanner read it into memcpy_raw), then the copy calls' parts, for a file of
+    any size (fuzz/run_percall.sh)."""
+    memcpy = ingest.Read("memcpy", None, ["start", "end", "device_id", "stream_id", "correlation_id", "global_pid",
+                                          "bytes", "copy_kind", "src_kind", "dst_kind"],
+                         {c: "INTEGER" for c in ("device_id", "stream_id", "copy_kind", "src_kind", "dst_kind")})
     out = []
-    for read in (percall.MEMCPY, COPY_CALLS):
+    for read in (memcpy, COPY_CALLS):
         types, _small, parts = ingest.plan(trace, read, small_rows=-1)
         kinds = "".join("i" if t == "INTEGER" else "q" for t in types.values())
         out += [f"{kinds}\t{sql}" for sql in parts]

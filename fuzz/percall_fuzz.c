@@ -1,8 +1,8 @@
 /* libFuzzer harness of the compiled per-call pass (nsysh2d/source/_percall_core.h): each input is a whole SQLite
- * file, written to a private file and put through the pass as source/percall.py runs it, with the statements it
- * really runs (fuzz/run_percall.sh writes them to the file named by H2D_FUZZ_SQL: the activity read first, then
- * the copy calls' parts, one per line, "<kinds><TAB><statement>"): the activity read and indexed, each part of the
- * calls read and joined through the index, and each call given its NVTX range from events made of the calls
+ * file, written to a private file, read with the statements the analysis runs (fuzz/run_percall.sh writes them to
+ * the file named by H2D_FUZZ_SQL: the activity first, then the copy calls' parts, one per line,
+ * "<kinds><TAB><statement>") and put through the pass as source/percall.py runs it: the activity indexed, each
+ * part of the calls joined through the index, and each call given its NVTX range from events made of the calls
  * themselves (sorted by thread and time, as model/percall_events.sql gives them). What must hold: no crash, no
  * sanitizer report, no hang, every match a row of the activity or -1 (and one whose key is the call's), and every
  * error a one-line message with nothing held. */
@@ -13,6 +13,14 @@
 #include <unistd.h>
 
 #include "../nsysh2d/source/_percall_core.h"
+
+/* The copy calls' columns as COPY_CALLS (source/trace.py) reads them, and the activity's (percall_memcpy.sql). */
+#define H2D_CALL_KINDS "qqiqqiq"
+enum { H2D_C_START, H2D_C_END, H2D_C_CLASS, H2D_C_TID, H2D_C_CORR, H2D_C_NAME, H2D_C_CHAIN, H2D_C_N };
+
+static int h2d_valid(const h2d_column *c, size_t row) {
+    return !c->valid || (c->valid[row / 8] >> (row % 8)) & 1;
+}
 
 #define MAX_STATEMENTS 16
 static char *kinds_of[MAX_STATEMENTS], *sql_of[MAX_STATEMENTS];
@@ -137,20 +145,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     h2d_index_build(key, key_ok, n, slots, cap);
     for (int i = 1; i < n_statements; i++) {
         h2d_result calls;
-        int64_t *match;
-        int code = h2d_join_calls(db_uri, sql_of[i], slots, cap, pid, pid_ok, n, &calls, &match);
-        if (code != H2D_OK) {
+        if (h2d_read_ints(db_uri, sql_of[i], kinds_of[i], H2D_C_N, &calls) != H2D_OK) {
             check_error(&calls);
-            if (match)
-                abort();
             continue;
         }
-        const int64_t *corr = calls.cols[H2D_C_CORR].data;
-        for (size_t r = 0; r < calls.rows; r++)
-            if (match[r] < -1 || match[r] >= (int64_t)n || (match[r] >= 0 && (!key_ok[match[r]] || key[match[r]] != corr[r])))
+        size_t m = calls.rows;
+        const int64_t *corr = calls.cols[H2D_C_CORR].data, *tid = calls.cols[H2D_C_TID].data;
+        uint8_t *corr_ok = valid_bytes(&calls.cols[H2D_C_CORR], m), *tid_ok = valid_bytes(&calls.cols[H2D_C_TID], m);
+        int64_t *match = malloc((m ? m : 1) * sizeof *match);
+        if (!match)
+            abort();
+        h2d_match(slots, cap, pid, pid_ok, n, corr, corr_ok, tid, tid_ok, m, match);
+        for (size_t r = 0; r < m; r++) {
+            int64_t row = match[r];
+            if (row < -1 || row >= (int64_t)n)
                 abort();
+            if (row >= 0 && (!key_ok[row] || !corr_ok[r] || key[row] != corr[r] ||
+                             (pid_ok[row] && (!tid_ok[r] || pid[row] != H2D_PID_OF(tid[r])))))
+                abort();   /* a match is the call's key, and its process or none */
+        }
         attribute(&calls);
-        free(match);
+        free(match), free(corr_ok), free(tid_ok);
         h2d_free(&calls);
     }
     free(slots), free(key_ok), free(pid_ok);

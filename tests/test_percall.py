@@ -4,12 +4,14 @@ export (calls that fold fall back to the SQL steps; odd values stay in C) give t
 values are the one-line error; the pass runs only when asked; its C entry points check what they are given
 and attribute NVTX ranges by the ASOF rule. tests/test_percall_exports.py: every bundled export, property files."""
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from conftest import DATA, edited_copy
 from nsysh2d.analysis import Analysis, Options
-from nsysh2d.errors import BadInput
 from nsysh2d.source import percall
 
 API_PROBE = DATA / "h200" / "api-probe.sqlite"
@@ -70,14 +72,27 @@ def test_edited_exports_give_the_same_report_either_way(edit, tmp_path, monkeypa
     assert_same(path, monkeypatch)
 
 
-def test_text_in_the_activity_is_the_one_line_error(tmp_path, monkeypatch):
-    bad = edited_copy(API_PROBE, tmp_path / "bad.sqlite",
-                      "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = 'x' WHERE rowid = "
-                      "(SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_MEMCPY)")
-    monkeypatch.setenv("NSYSH2D_PERCALL", "1")
-    with pytest.raises(BadInput) as e:
-        Analysis.open(str(bad)).report(Options(min_ns=0, direction="all", top=5))
-    assert "CUPTI_ACTIVITY_KIND_MEMCPY holds non-integer values" in str(e.value) and "\n" not in str(e.value)
+EDIT_TEXT = {
+    "CUPTI_ACTIVITY_KIND_MEMCPY": "UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET bytes = 'x' WHERE rowid = "
+                                  "(SELECT max(rowid) FROM CUPTI_ACTIVITY_KIND_MEMCPY)",
+    "CUPTI_ACTIVITY_KIND_RUNTIME": "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = 'x' || start WHERE rowid = "
+                                   "(SELECT max(r.rowid) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s "
+                                   "ON s.id = r.nameId WHERE s.value GLOB 'cudaMemcpy*')",
+}
+
+
+@pytest.mark.parametrize("table", EDIT_TEXT)
+def test_text_in_a_table_is_the_same_one_line_error(tmp_path, table):
+    """Through the CLI as a user meets it (a copy call's row or an activity row): exit 2 and the same line either
+    way."""
+    bad = edited_copy(API_PROBE, tmp_path / "bad.sqlite", EDIT_TEXT[table])
+    got = []
+    for mode in ("0", "1"):
+        r = subprocess.run([sys.executable, "-m", "nsysh2d.cli", "analyze", str(bad), "--no-cache", "--format", "json"],
+                           capture_output=True, text=True, env={**os.environ, "NSYSH2D_PERCALL": mode})
+        got.append((r.returncode, r.stderr))
+    assert got[0] == got[1]
+    assert got[1][0] == 2 and got[1][1].count("\n") == 1 and table in got[1][1], got[1]
 
 
 def test_the_pass_runs_only_when_asked(monkeypatch):
@@ -97,19 +112,32 @@ def test_the_pass_runs_only_when_asked(monkeypatch):
 
 
 # ---------------------------------------------------------------- the C entry points on their own
-def test_join_calls_checks_its_buffers():
+def test_match_calls_is_the_join_and_checks_its_buffers():
+    """A call gets the activity row of its correlation id when that row names its process (global_pid_of its
+    thread id) or none; repeated keys are counted; buffers of the wrong length are refused."""
     import numpy as np
 
     from nsysh2d.source import _percall
 
-    index, dups = _percall.build_index(np.array([5, 7, 5], np.int64), np.array([1, 1, 1], np.uint8))
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    ok = lambda *v: np.array(v, np.uint8)  # noqa: E731
+    index, dups = _percall.build_index(i64(5, 7, 5, 9, 0), ok(1, 1, 1, 1, 0))
     assert dups == 1
+    pid, pid_ok = i64(1 << 24, 2 << 24, 0, 0, 0), ok(1, 1, 1, 0, 1)
+    # calls: key 5 of process 1 (row 0), key 7 of process 1 (row 1 is process 2: none), key 9 (row 3 names no
+    # process), key 0 (its row's key is NULL: none), a NULL key, a NULL thread against a row naming a process
+    corr, corr_ok = i64(5, 7, 9, 0, 5, 5), ok(1, 1, 1, 1, 0, 1)
+    tid, tid_ok = i64((1 << 24) + 3, (1 << 24) + 3, 77, 1, 1, 0), ok(1, 1, 1, 1, 1, 0)
+    got = np.frombuffer(_percall.match_calls(index, pid, pid_ok, corr, corr_ok, tid, tid_ok), np.int64)
+    assert list(got) == [0, -1, 3, -1, -1, -1]
     with pytest.raises(ValueError):
-        _percall.build_index(np.array([5], np.int64), np.array([1, 1], np.uint8))
+        _percall.build_index(i64(5), ok(1, 1))
     with pytest.raises(ValueError):
-        _percall.join_calls(str(API_PROBE), "SELECT 1", index[:-8], np.zeros(3, np.int64), np.zeros(3, np.uint8))
+        _percall.match_calls(index[:-8], pid, pid_ok, corr, corr_ok, tid, tid_ok)
     with pytest.raises(ValueError):
-        _percall.join_calls(str(API_PROBE), "SELECT 1", index, np.zeros(3, np.int64), np.zeros(2, np.uint8))
+        _percall.match_calls(index, pid, pid_ok[:2], corr, corr_ok, tid, tid_ok)
+    with pytest.raises(ValueError):
+        _percall.match_calls(index, pid, pid_ok, corr, corr_ok, tid, tid_ok[:1])
 
 
 def test_nvtx_attrib_is_the_asof_rule():

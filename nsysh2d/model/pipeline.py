@@ -97,61 +97,55 @@ BACKLOG: tuple[Step, ...] = (
 
 
 # What the compiled per-call pass (source/percall.py) does in their place, when every call is plain.
-COMPILED = ("store_memcpy", "store_calls", "copies_join")
+COMPILED = ("store_calls", "copies_join")
 
 
 def build(trace) -> None:
     """Run PIPELINE on an opened trace. The copy calls' reads start first, on their own threads, and
-    overlap the steps before the first that needs them. With the compiled per-call pass (source/percall.py; nsys
-    exports, where it was built) the activity is read from the start instead, and the calls are read and joined
-    in C at store_memcpy; when some call needs folding, the SQL steps read and join them as without it."""
+    overlap the steps before the first that needs them. With the compiled per-call pass (source/percall.py, asked
+    for with NSYSH2D_PERCALL=1) the calls are joined in C at store_calls; when some call needs folding, the SQL
+    steps read and join them as without it."""
     from ..source import percall
 
-    if percall.wanted(trace) is None:
-        with read_calls(trace) as parts:
-            for step in PIPELINE:
-                run_step(trace, step, parts)
-        return
+    mod = percall.wanted(trace)
     with ExitStack() as stack:
-        joined, parts, done = stack.enter_context(percall.Joined(trace)), None, False
+        parts, done = stack.enter_context(read_calls(trace)), False
         for step in PIPELINE:
-            if step.name == "store_memcpy":
+            if mod and step.name == "store_calls":
                 with stage("percall"):
-                    done = store_compiled(trace, joined)
-                joined.close()
+                    done = store_compiled(trace, mod, parts)
                 if os.environ.get("NSYSH2D_TIMING"):
                     print(f"nsysh2d: percall: {'joined in C' if done else 'some calls fold: the SQL steps join'}",
                           file=sys.stderr)
-                parts = None if done else stack.enter_context(read_calls(trace))
-            elif not (step.name in COMPILED and done):
+                if not done:   # the parts read so far are gone: the SQL steps read the calls again
+                    parts.close()
+                    parts = stack.enter_context(read_calls(trace))
+            if not (done and step.name in COMPILED):
                 run_step(trace, step, parts)
 
 
-def store_compiled(trace, joined) -> bool:
-    """memcpy_raw from the compiled pass and, when every call is plain (percall.Plain), copies with their NVTX
-    ranges and alloc_raw: True. False: copies and alloc_raw are left empty for the SQL steps."""
+def store_compiled(trace, mod, parts) -> bool:
+    """copies (with each call's NVTX range) and alloc_raw from the calls' parts joined in C with memcpy_raw, when
+    every call is plain (percall.Plain): True. False: copies and alloc_raw are left empty for the SQL steps."""
     from ..source import percall
 
     con = trace.con
-    with stage("percall: the activity read"):
-        memcpy, dups = joined.prepared()
-    with stage("percall: memcpy_raw"):
-        con.register("percall_memcpy", memcpy)
-        trace.run("model/percall_memcpy", {"dups": dups})
-        con.unregister("percall_memcpy")
-        con.execute("CHECKPOINT store")
-    if dups:
+    with stage("percall: the activity indexed"):
+        act = percall.Activity(mod, trace.run("model/percall_memcpy").to_arrow_table())
+    if act.dups:
         return False
-    plain = percall.Plain(memcpy.num_rows, {int(r[0]) for r in con.execute("SELECT id FROM alloc_names").fetchall()})
+    plain = percall.Plain(act.rows, {int(r[0]) for r in con.execute("SELECT id FROM alloc_names").fetchall()})
     events = percall.events(trace.run("model/percall_events").to_arrow_table())
     calls = 0
-    for part, match in joined.parts():
+    for part in parts:
+        part = percall.arrow(part)
+        match = act.match(part)
         if not plain.add(part, match):
             con.execute("DELETE FROM copies")
             con.execute("DELETE FROM alloc_raw")
             return False
         with stage("percall: a part's NVTX ranges and activity columns"):
-            copies = percall.copies_part(joined.mod, part, match, memcpy, events)
+            copies = percall.copies_part(mod, part, match, act.table, events)
         with stage("percall: a part into copies"):
             con.register("percall_part", copies)
             trace.run("model/percall_copies")
@@ -161,7 +155,6 @@ def store_compiled(trace, joined) -> bool:
         del part, match, copies
     calls -= con.execute("SELECT count(*) FROM alloc_raw").fetchone()[0]
     trace.run("model/percall_api_rows", {"n": calls})
-    con.execute("CHECKPOINT store")
     return True
 
 

@@ -1,8 +1,8 @@
 /* The per-call pass behind _percall.c, with no Python in it (the extension and fuzz/percall_fuzz.c include it,
- * so what is fuzzed is what reads user files):
+ * so what is fuzzed is what runs on user files' values):
  *   h2d_index_build  an open-addressing index of the memcpy activity rows by correlation id;
- *   h2d_join_calls   one part of the copy calls (a filtered read, _sqlite_ints_core.h), each with the row number
- *                    of its activity row (the same correlation id, and the same process or none named);
+ *   h2d_match        each copy call's activity row through that index (the same correlation id, and the same
+ *                    process or none named);
  *   h2d_nvtx_attrib  each call's innermost enclosing NVTX range, from the events of model/nvtx.sql.
  * Arrays come with a byte per row saying which values are valid (1) or NULL (0). */
 #ifndef H2D_PERCALL_CORE_H
@@ -72,39 +72,18 @@ static int64_t h2d_index_find(const h2d_slot *slots, size_t cap, int64_t key, si
     return -1;
 }
 
-/* The copy calls' columns, as COPY_CALLS (source/trace.py) reads them: start, end, event_class, global_tid,
- * correlation_id, name_id, callchain_id. */
-#define H2D_CALL_KINDS "qqiqqiq"
-enum { H2D_C_START, H2D_C_END, H2D_C_CLASS, H2D_C_TID, H2D_C_CORR, H2D_C_NAME, H2D_C_CHAIN, H2D_C_N };
-
-static int h2d_valid(const h2d_column *c, size_t row) {
-    return !c->valid || (c->valid[row / 8] >> (row % 8)) & 1;
-}
-
-/* Runs sql (the calls' columns, H2D_CALL_KINDS) into r, then sets match[i] (r->rows of them, allocated here;
- * free()) to the activity row of call i: the row the index gives for its correlation id, if that row names no
- * process (pid_ok 0) or the call's (global_pid_of its global_tid); -1 otherwise, as copies_join.sql's join. */
-static int h2d_join_calls(const char *path, const char *sql, const h2d_slot *slots, size_t cap, const int64_t *pid,
-                          const uint8_t *pid_ok, size_t n_rows, h2d_result *r, int64_t **match) {
-    *match = NULL;
-    int code = h2d_read_ints(path, sql, H2D_CALL_KINDS, H2D_C_N, r);
-    if (code != H2D_OK)
-        return code;
-    int64_t *m = malloc((r->rows ? r->rows : 1) * sizeof *m);
-    if (!m) {
-        h2d_free(r);
-        r->rows = 0;
-        return h2d_fail(r, H2D_ERROR, "out of memory", NULL);
-    }
-    const int64_t *corr = r->cols[H2D_C_CORR].data, *tid = r->cols[H2D_C_TID].data;
-    for (size_t i = 0; i < r->rows; i++) {
-        int64_t row = h2d_valid(&r->cols[H2D_C_CORR], i) ? h2d_index_find(slots, cap, corr[i], n_rows) : -1;
-        if (row >= 0 && pid_ok[row] && !(h2d_valid(&r->cols[H2D_C_TID], i) && pid[row] == H2D_PID_OF(tid[i])))
+/* match[i] (n of them) := the activity row of call i: the row the index gives for its correlation id (corr), if
+ * that row names no process (pid_ok 0) or the call's (global_pid_of its global_tid); -1 otherwise, as
+ * copies_join.sql's join. */
+static void h2d_match(const h2d_slot *slots, size_t cap, const int64_t *pid, const uint8_t *pid_ok, size_t n_rows,
+                      const int64_t *corr, const uint8_t *corr_ok, const int64_t *tid, const uint8_t *tid_ok, size_t n,
+                      int64_t *match) {
+    for (size_t i = 0; i < n; i++) {
+        int64_t row = corr_ok[i] ? h2d_index_find(slots, cap, corr[i], n_rows) : -1;
+        if (row >= 0 && pid_ok[row] && !(tid_ok[i] && pid[row] == H2D_PID_OF(tid[i])))
             row = -1;
-        m[i] = row;
+        match[i] = row;
     }
-    *match = m;
-    return H2D_OK;
 }
 
 /* Each call's innermost enclosing NVTX range (with_nvtx in model/nvtx.sql): the event of its thread at the latest

@@ -1,13 +1,13 @@
 """The compiled per-call pass (issue 59): the copy calls read, joined with their GPU activity and given their
 innermost NVTX range in C (_percall.c), handed to DuckDB as one per-copy table.
 
-The SQL steps stay the specification and the fallback: model/store_memcpy.sql, store_calls.sql and
-copies_join.sql (with with_nvtx of nvtx.sql) make the same tables from the same rows. What changes is where the
-per-row work runs: the memcpy activity is read on the reading threads (_sqlite_ints_core.h) and indexed by
-correlation id; each part of the copy calls, as SQLite's filtered read returns it, is joined through that index
-on the same thread (the GIL released); the NVTX range of each call is a binary search in the events of
-model/nvtx.sql. A trace whose calls need folding (model/copies_fold.sql: an activity key with several rows, a call
-without or with several activity rows) gets the SQL steps for the join, over the rows read here (no second read).
+The SQL steps stay the specification and the fallback: model/store_calls.sql and copies_join.sql (with with_nvtx
+of nvtx.sql) make the same tables from the same rows. What changes is where the per-row work runs: the memcpy
+activity (memcpy_raw, store_memcpy.sql) is indexed by correlation id in C; each part of the copy calls, as the
+reader hands it over (ingest.Parts), is joined through that index; the NVTX range of each call is a binary search in
+the events of model/nvtx.sql; DuckDB stores the joined part as copies (no api_raw, no join, no ASOF join). A trace
+whose calls need folding (model/copies_fold.sql: an activity key with several rows, a call without or with several
+activity rows, an activity row with two calls) gets the SQL steps, which read the calls again.
 
 Used with NSYSH2D_PERCALL=1 (and both compiled modules built; NSYSH2D_READER=adbc turns it off): it is not the
 default, for it is no faster on 2 cores and holds more memory (wanted()). tests/test_percall.py and
@@ -16,16 +16,9 @@ test_percall_exports.py compare both paths on every bundled export.
 from __future__ import annotations
 
 import os
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-
 from . import ingest
 
-MEMCPY = ingest.Read("memcpy", None, ["start", "end", "device_id", "stream_id", "correlation_id", "global_pid", "bytes",
-                                      "copy_kind", "src_kind", "dst_kind"],
-                     {"device_id": "INTEGER", "stream_id": "INTEGER", "copy_kind": "INTEGER", "src_kind": "INTEGER",
-                      "dst_kind": "INTEGER"})
-CALL_KINDS = "qqiqqiq"   # COPY_CALLS' columns as join_calls reads them (H2D_CALL_KINDS, _percall_core.h)
+CALL_KINDS = "qqiqqiq"   # COPY_CALLS' columns as the pass reads them
 GPU_COLUMNS = {"start": "gpu_start", "end": "gpu_end", "bytes": "bytes", "copy_kind": "copy_kind",
                "src_kind": "src_kind", "dst_kind": "dst_kind", "device_id": "device_id", "stream_id": "stream_id"}
 
@@ -52,118 +45,30 @@ def compiled():
     return _percall
 
 
-class Joined:
-    """The pass over one trace. Reading the activity starts on a thread at once (it overlaps the steps before the
-    first that needs it); prepared() waits for it: (memcpy as an Arrow table, the number of repeated activity
-    keys); the calls' first parts are read from then on. parts() reads and joins them, one part per thread ahead
-    of the consumer (memory holds only the parts in flight): (calls part, each call's activity row or -1). A
-    context manager: close() stops the reads."""
+class Activity:
+    """The memcpy activity (model/percall_memcpy.sql's Arrow table) indexed by correlation id: match(part) gives
+    each call of a part of the copy calls its activity row (-1: none), as copies_join.sql joins them."""
 
-    def __init__(self, trace):
-        self.mod, self.trace = compiled(), trace
-        self.workers = ingest._workers(trace.threads)
-        self.pool = ThreadPoolExecutor(self.workers)
-        self.pending: deque = deque()   # the calls' parts being read (the driver starts them, parts() takes them)
-        self.todo = iter(())
-        self.driver = ThreadPoolExecutor(1)
-        self.future = self.driver.submit(self._prepare)
+    def __init__(self, mod, table):
+        self.mod = mod
+        corr, ok = _values(table.column("correlation_id"))
+        self.index, self.dups = mod.build_index(corr, ok)
+        self.pid, self.pid_ok = _values(table.column("global_pid"))
+        self.rows = table.num_rows
+        self.table = table.select(list(GPU_COLUMNS))   # what the calls take from it (the keys are in the index)
 
-    def _prepare(self):
-        import pyarrow as pa
-
-        trace = self.trace
-        types, _small, parts = ingest.plan(trace, MEMCPY, small_rows=-1)
-        table = trace.source_columns("memcpy")[0]
-        with ingest.bad_table(trace, table):
-            got = [f.result() for f in [self.pool.submit(self._read, sql, types, table) for sql in parts]]
-        empty = pa.table({c: pa.array([], pa.int32() if t == "INTEGER" else pa.int64()) for c, t in types.items()})
-        memcpy = pa.concat_tables([empty] + got)
-        del got
-        corr, ok = _values(memcpy.column("correlation_id"))
-        self.index, dups = self.mod.build_index(corr, ok)
-        self.pid, self.pid_ok = _values(memcpy.column("global_pid"))
-        self._start_calls()   # the first parts of the calls read while the caller stores the activity
-        return memcpy, dups
-
-    def prepared(self):
-        return self.future.result()
-
-    def _start_calls(self):
-        from .trace import COPY_CALLS
-
-        self.types, _small, sqls = ingest.plan(self.trace, COPY_CALLS, small_rows=-1)
-        if _kinds(self.types) != CALL_KINDS:
-            raise RuntimeError(f"COPY_CALLS reads {_kinds(self.types)}, _percall.join_calls {CALL_KINDS}")
-        self.todo = iter(sqls)
-        self._fill()
-
-    def _fill(self):
-        while len(self.pending) < self.workers and (sql := next(self.todo, None)) is not None:
-            self.pending.append(self.pool.submit(self._join, sql, self.types))
-
-    def parts(self):
-        self.prepared()
-        table = self.trace.source_columns("runtime")[0]
-        while self.pending:
-            with ingest.bad_table(self.trace, table):
-                got = self.pending.popleft().result()
-            self._fill()
-            yield got
-
-    def _read(self, sql, types, table):
-        """One part of the activity as an Arrow table (the C buffers themselves, no copy)."""
-        try:
-            rows, cols = self.mod.read_columns(ingest.read_only_uri(self.trace.path), sql, _kinds(types))
-        except self.mod.NotIntegerError:
-            raise ingest.not_integers(self.trace, table) from None
-        return _table(rows, cols, types)
-
-    def _join(self, sql, types):
+    def match(self, part):
         import numpy as np
 
-        try:
-            rows, cols, match = self.mod.join_calls(ingest.read_only_uri(self.trace.path), sql, self.index, self.pid,
-                                                    self.pid_ok)
-        except self.mod.NotIntegerError:
-            raise ingest.not_integers(self.trace, self.trace.source_columns("runtime")[0]) from None
-        return _table(rows, cols, types), np.frombuffer(_buffer(match), dtype=np.int64)
-
-    def close(self):
-        self.future.cancel()
-        self.driver.shutdown(wait=True)   # the activity read done (it may have started the calls' reads)
-        self.todo = iter(())
-        for fut in self.pending:
-            fut.cancel()
-        self.pending.clear()
-        self.pool.shutdown(wait=True)
-        self.index = self.pid = self.pid_ok = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+        corr, corr_ok = _values(part.column("correlation_id"))
+        tid, tid_ok = _values(part.column("global_tid"))
+        got = self.mod.match_calls(self.index, self.pid, self.pid_ok, corr, corr_ok, tid, tid_ok)
+        return np.frombuffer(got, dtype=np.int64)
 
 
-def _kinds(types: dict[str, str]) -> str:
-    return "".join("i" if t == "INTEGER" else "q" for t in types.values())
-
-
-def _buffer(spec):
-    """An Arrow buffer over memory the C side handed over ((address, bytes, owner): freed with the owner)."""
-    import pyarrow as pa
-
-    address, size, owner = spec
-    return pa.foreign_buffer(address, size, base=owner) if size else pa.py_buffer(b"")
-
-
-def _table(rows: int, cols, types: dict[str, str]):
-    import pyarrow as pa
-
-    arrays = [pa.Array.from_buffers(pa.int32() if t == "INTEGER" else pa.int64(), rows,
-                                    [None if valid is None else _buffer(valid), _buffer(data)], nulls)
-              for (data, valid, nulls), t in zip(cols, types.values())]
-    return pa.table(arrays, names=list(types))
+def arrow(part):
+    """A part of the copy calls as an Arrow table (a small table's part is a DuckDB relation: ingest.py)."""
+    return part if hasattr(part, "num_rows") else part.to_arrow_table()
 
 
 def _values(col):

@@ -1,7 +1,4 @@
--- percall_memcpy: the memcpy activity the compiled pass read (Arrow table percall_memcpy, source/percall.py) into
--- memcpy_raw (store.sql), and memcpy_multi, as store_memcpy.sql makes them from n.memcpy. Parameters: $dups, the
--- number of repeated keys the pass found (none: no GROUP BY over every row).
-INSERT INTO memcpy_raw BY NAME SELECT * FROM percall_memcpy;
-
-CREATE TEMP TABLE memcpy_multi AS
-SELECT correlation_id FROM memcpy_raw WHERE $dups > 0 AND correlation_id IS NOT NULL GROUP BY correlation_id HAVING count(*) > 1;
+-- percall_memcpy: the memcpy activity (memcpy_raw, store_memcpy.sql) as the compiled pass indexes it by correlation id
+-- and takes each call's activity columns from it (source/percall.py); any row order, the same for both. No parameters.
+SELECT start, "end", device_id, stream_id, correlation_id, global_pid, bytes, copy_kind, src_kind, dst_kind
+FROM memcpy_raw;
