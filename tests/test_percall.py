@@ -2,7 +2,8 @@
 store_memcpy.sql, store_calls.sql, copies_join.sql with nvtx.sql's with_nvtx), fast cases: edited copies of a real
 export (calls that fold fall back to the SQL steps; odd values stay in C) give the same report either way; bad
 values are the one-line error; the pass runs only when asked; its C entry points check what they are given
-and attribute NVTX ranges by the ASOF rule. tests/test_percall_exports.py: every bundled export, property files."""
+and attribute NVTX ranges by the ASOF rule; many Arrow parts from the compiled reader (as on a large export) give
+the same report. tests/test_percall_exports.py: every bundled export, property files."""
 import json
 import os
 import subprocess
@@ -161,3 +162,16 @@ def test_nvtx_attrib_is_the_asof_rule():
         _percall.nvtx_attrib(*calls, *bad)
 
 
+
+
+@pytest.mark.parametrize("edit", [None, "a call's runtime row twice"])
+def test_many_parts_from_the_compiled_reader_give_the_same_report(edit, tmp_path, monkeypatch):
+    """As on a large export: the calls come in many Arrow parts from the compiled reader (not the small path's one
+    DuckDB relation), so a call and its key's other rows can fall in different parts."""
+    from nsysh2d.source import ingest
+
+    monkeypatch.setattr(ingest, "SMALL_ROWS", -1)
+    monkeypatch.setattr(ingest, "MIN_ROWS_PER_PART", 1)
+    monkeypatch.setattr(ingest, "_workers", lambda threads: 7)
+    path = edited_copy(API_PROBE, tmp_path / "e.sqlite", *EDITS[edit]) if edit else API_PROBE
+    assert assert_same(path, monkeypatch) == (edit is None)
