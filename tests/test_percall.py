@@ -1,5 +1,5 @@
 """The compiled per-call pass (source/percall.py, _percall.c) against the SQL steps it stands in for (model/
-store_memcpy.sql, store_calls.sql, copies_join.sql with nvtx.sql's with_nvtx), fast cases: edited copies of a real
+store_calls.sql, copies_join.sql with nvtx.sql's with_nvtx), fast cases: edited copies of a real
 export (calls that fold fall back to the SQL steps; odd values stay in C) give the same report either way; bad
 values are the one-line error; the pass runs only when asked; its C entry points check what they are given
 and attribute NVTX ranges by the ASOF rule; many Arrow parts from the compiled reader (as on a large export) give
