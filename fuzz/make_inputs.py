@@ -1,4 +1,5 @@
-"""Writes what fuzz/run.sh needs: the statements ingest.py runs (statements.txt: "<kinds><TAB><sql>") and a seed
+"""Writes what fuzz/run.sh needs: the statements ingest.py runs (statements.txt: "<kinds><TAB><sql>"; for
+fuzz/run_percall.sh, those of the compiled per-call pass: percall_statements.txt) and a seed
 corpus of small SQLite files cut from the bundled real exports (the tables those statements read, a few hundred
 rows each, 512-byte pages so that a mutation lands in a page SQLite decodes).
 
@@ -32,6 +33,21 @@ def statements(trace) -> list[str]:
     return out
 
 
+def percall_statements(trace) -> list[str]:
+    """What the compiled per-call pass gets its values from, "<kinds><TAB><sql>": the activity (as the reader would
+    read it; the analysis has DuckDB's scanner read it into memcpy_raw), then the copy calls' parts, for a file of
+    any size (fuzz/run_percall.sh)."""
+    memcpy = ingest.Read("memcpy", None, ["start", "end", "device_id", "stream_id", "correlation_id", "global_pid",
+                                          "bytes", "copy_kind", "src_kind", "dst_kind"],
+                         {c: "INTEGER" for c in ("device_id", "stream_id", "copy_kind", "src_kind", "dst_kind")})
+    out = []
+    for read in (memcpy, COPY_CALLS):
+        types, _small, parts = ingest.plan(trace, read, small_rows=-1)
+        kinds = "".join("i" if t == "INTEGER" else "q" for t in types.values())
+        out += [f"{kinds}\t{sql}" for sql in parts]
+    return out
+
+
 def seed(src: Path, dst: Path) -> None:
     dst.unlink(missing_ok=True)
     con = sqlite3.connect(dst)
@@ -55,6 +71,7 @@ def main(out: str) -> None:
         seed(REPO / s, out / "corpus" / f"seed-{i}.sqlite")
     with Trace.open(str(REPO / SEEDS[0]), use_cache=False) as t:
         (out / "statements.txt").write_text("\n".join(statements(t)) + "\n")
+        (out / "percall_statements.txt").write_text("\n".join(percall_statements(t)) + "\n")
 
 
 if __name__ == "__main__":

@@ -40,8 +40,10 @@ SLOW_FILES = {"test_cluster.py", "test_html.py", "test_properties.py", "test_run
               # benchmarks/lint_vllm.py end to end (a stand-in linter and the parse floor as subprocesses)
               "test_lint_vllm_bench.py",
               # issue 55 (the fast layer <= 2 minutes): whole-report runs over every Kineto capture from other
-              # projects and of the 2021 layout, two-process and rank-set reports (their units stay fast)
-              "test_kineto_thirdparty.py", "test_kineto_legacy.py", "test_h100_two_proc.py", "test_ranks.py"}
+              # projects and of the 2021 layout, two-process and rank-set reports
+              "test_kineto_thirdparty.py", "test_kineto_legacy.py", "test_h100_two_proc.py", "test_ranks.py",
+              # every bundled export and generated files through the compiled per-call pass and the SQL steps
+              "test_percall_exports.py"}
 
 
 def pytest_collection_modifyitems(items):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -43,8 +43,9 @@ def read_gpu_work(trace) -> None:
 
 
 # Some calls need folding (copies_fold.sql): several rows of one call, or runtime rows without activity.
+# api_rows: set where the compiled pass left api_raw empty (percall_api_rows.sql).
 FOLDS = ("(SELECT count(*) FROM copy_keys_multi) > 0 "
-         "OR (SELECT count(*) FROM api_raw) > (SELECT count(*) FROM copies)")
+         "OR COALESCE(getvariable('api_rows'), (SELECT count(*) FROM api_raw)) > (SELECT count(*) FROM copies)")
 
 # Every memcpy row has a call, shown by counts alone (the anti joins of unclaimed_activity took 0.17 s at
 # 1x for the usual answer): when no key of copies repeats and every activity row has its globalPid, each
@@ -95,12 +96,66 @@ BACKLOG: tuple[Step, ...] = (
 )
 
 
+# What the compiled per-call pass (source/percall.py) does in their place, when every call is plain.
+COMPILED = ("store_calls", "copies_join")
+
+
 def build(trace) -> None:
     """Run PIPELINE on an opened trace. The copy calls' reads start first, on their own threads, and
-    overlap the steps before the first that needs them."""
-    with read_calls(trace) as parts:
+    overlap the steps before the first that needs them. With the compiled per-call pass (source/percall.py, asked
+    for with NSYSH2D_PERCALL=1) the calls are joined in C at store_calls; when some call needs folding, the SQL
+    steps read and join them as without it."""
+    from ..source import percall
+
+    mod = percall.wanted(trace)
+    with ExitStack() as stack:
+        parts, done = stack.enter_context(read_calls(trace)), False
         for step in PIPELINE:
-            run_step(trace, step, parts)
+            if mod and step.name == "store_calls":
+                with stage("percall"):
+                    done = store_compiled(trace, mod, parts)
+                if os.environ.get("NSYSH2D_TIMING"):
+                    print(f"nsysh2d: percall: {'joined in C' if done else 'some calls fold: the SQL steps join'}",
+                          file=sys.stderr)
+                if not done:   # the parts read so far are gone: the SQL steps read the calls again
+                    parts.close()
+                    parts = stack.enter_context(read_calls(trace))
+            if not (done and step.name in COMPILED):
+                run_step(trace, step, parts)
+
+
+def store_compiled(trace, mod, parts) -> bool:
+    """copies (with each call's NVTX range) and alloc_raw from the calls' parts joined in C with memcpy_raw, when
+    every call is plain (percall.Plain): True. False: copies and alloc_raw are left empty for the SQL steps."""
+    from ..source import percall
+
+    con = trace.con
+    with stage("percall: the activity indexed"):
+        act = percall.Activity(mod, trace.run("model/percall_memcpy").to_arrow_table())
+    if act.dups:
+        return False
+    plain = percall.Plain(act.rows, {int(r[0]) for r in con.execute("SELECT id FROM alloc_names").fetchall()})
+    events = percall.events(trace.run("model/percall_events").to_arrow_table())
+    calls = 0
+    for part in parts:
+        part = percall.arrow(part)
+        match = act.match(part)
+        if not plain.add(part, match):
+            con.execute("DELETE FROM copies")
+            con.execute("DELETE FROM alloc_raw")
+            return False
+        with stage("percall: a part's NVTX ranges and activity columns"):
+            copies = percall.copies_part(mod, part, match, act.table, events)
+        with stage("percall: a part into copies"):
+            con.register("percall_part", copies)
+            trace.run("model/percall_copies")
+            con.unregister("percall_part")
+            con.execute("CHECKPOINT store")   # compressed part by part, as copies_join's ranges
+        calls += part.num_rows
+        del part, match, copies
+    calls -= con.execute("SELECT count(*) FROM alloc_raw").fetchone()[0]
+    trace.run("model/percall_api_rows", {"n": calls})
+    return True
 
 
 def read_calls(trace):

@@ -1,7 +1,8 @@
 -- calls: one row per memcpy API call (view `calls`: the single-row calls of `copies` and the
 -- folded ones; calls_plain.sql made it already when nothing was folded), the counts anomalies.sql reports
 -- (table copy_stats), and the copy activity no call claims (view unclaimed_activity, for orphans.sql).
--- api_raw (and copies_join's view of it) is no longer needed after this step. No parameters.
+-- api_raw (and copies_join's view of it) is no longer needed after this step. The variable api_rows: the number of
+-- calls where the compiled pass left api_raw empty (percall_api_rows.sql). No parameters.
 CREATE TEMP VIEW IF NOT EXISTS calls AS
 SELECT c.* FROM copies c ANTI JOIN copy_keys_multi k USING (global_pid, correlation_id)
 UNION ALL BY NAME
@@ -9,7 +10,8 @@ SELECT * FROM folded;
 
 CREATE TEMP TABLE copy_stats AS
 SELECT COALESCE((SELECT api_rows_without_activity FROM fold_stats),
-                (SELECT count(*) FROM api_raw) - (SELECT count(*) FROM copies)) AS api_rows_without_activity,
+                COALESCE(getvariable('api_rows'), (SELECT count(*) FROM api_raw)) - (SELECT count(*) FROM copies))
+           AS api_rows_without_activity,
        COALESCE((SELECT memcpy_duplicates FROM fold_stats), 0) AS memcpy_duplicates,
        COALESCE((SELECT shared_correlation FROM fold_stats), 0) AS shared_correlation,
        COALESCE((SELECT disagreeing_rows FROM fold_stats), 0) AS disagreeing_rows;
