@@ -19,6 +19,7 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
+from ..source import percall
 from . import attribution
 
 JOIN_ROWS = 500_000  # calls per correlation-id range joined at once (copies_join.sql): fewer spill, more repeat
@@ -105,8 +106,6 @@ def build(trace) -> None:
     overlap the steps before the first that needs them. With the compiled per-call pass (source/percall.py, asked
     for with NSYSH2D_PERCALL=1) the calls are joined in C at store_calls; when some call needs folding, the SQL
     steps read and join them as without it."""
-    from ..source import percall
-
     mod = percall.wanted(trace)
     with ExitStack() as stack:
         parts, done = stack.enter_context(read_calls(trace)), False
@@ -127,8 +126,6 @@ def build(trace) -> None:
 def store_compiled(trace, mod, parts) -> bool:
     """copies (with each call's NVTX range) and alloc_raw from the calls' parts joined in C with memcpy_raw, when
     every call is plain (percall.Plain): True. False: copies and alloc_raw are left empty for the SQL steps."""
-    from ..source import percall
-
     con = trace.con
     with stage("percall: the activity indexed"):
         act = percall.Activity(mod, trace.run("model/percall_memcpy").to_arrow_table())

@@ -16,7 +16,13 @@ test_percall_exports.py compare both paths on every bundled export.
 from __future__ import annotations
 
 import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from . import ingest
+from .inputs import ViewsInput
 
 CALL_KINDS = "qqiqqiq"   # COPY_CALLS' columns as the pass reads them
 GPU_COLUMNS = {"start": "gpu_start", "end": "gpu_end", "bytes": "bytes", "copy_kind": "copy_kind",
@@ -27,7 +33,7 @@ def wanted(trace):
     """The _percall module when the pass should run on this trace, else None (the SQL steps do its work): an nsys
     export, with NSYSH2D_PERCALL=1. Off by default: on the 2-core machine it gives the same reports in the same
     time as the SQL steps, with ~300 MB more at its peak on the 20 M-row export (docs/benchmarks.md, issue 59)."""
-    if trace.format == "kineto" or os.environ.get("NSYSH2D_PERCALL") != "1":
+    if isinstance(trace.input, ViewsInput) or os.environ.get("NSYSH2D_PERCALL") != "1":
         return None
     return compiled()
 
@@ -37,9 +43,7 @@ def compiled():
     if os.environ.get("NSYSH2D_PERCALL") == "0" or ingest.compiled_reader() is None:
         return None
     try:
-        import numpy  # noqa: F401  (matplotlib's dependency: always there where the module is)
-
-        from . import _percall
+        from . import _percall   # lazy: optional (not built without a compiler); None then
     except ImportError:
         return None
     return _percall
@@ -58,8 +62,6 @@ class Activity:
         self.table = table.select(list(GPU_COLUMNS))   # what the calls take from it (the keys are in the index)
 
     def match(self, part):
-        import numpy as np
-
         corr, corr_ok = _values(part.column("correlation_id"))
         tid, tid_ok = _values(part.column("global_tid"))
         got = self.mod.match_calls(self.index, self.pid, self.pid_ok, corr, corr_ok, tid, tid_ok)
@@ -73,8 +75,6 @@ def arrow(part):
 
 def _values(col):
     """(values as int64 with NULLs as 0, a byte per row: 1 valid) of an Arrow integer column, for the C side."""
-    import numpy as np
-    import pyarrow as pa
 
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     values = np.ascontiguousarray(col.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64)
@@ -88,17 +88,11 @@ class Plain:
     (pipeline.FOLDS false). Anything else is left to the SQL steps."""
 
     def __init__(self, activity_rows: int, alloc_ids: set[int]):
-        import numpy as np
-        import pyarrow as pa
-
         self.claimed = np.zeros(activity_rows, dtype=bool)
         self.alloc = pa.array(sorted(alloc_ids), pa.int32())
 
     def add(self, part, match) -> bool:
         """Adds a part's calls (their activity rows: match); False once some call is not plain."""
-        import numpy as np
-        import pyarrow.compute as pc
-
         copy = ~np.asarray(pc.is_in(part.column("name_id"), self.alloc).fill_null(False)
                            .to_numpy(zero_copy_only=False), dtype=bool)
         m = match[copy]
@@ -111,8 +105,6 @@ class Plain:
 def copies_part(mod, part, match, memcpy, events):
     """One part of the calls with their activity row's columns (NULL for a call without: the host allocations,
     which percall_copies.sql sends to alloc_raw) and their innermost NVTX range (nvtx_id, nvtx_g)."""
-    import numpy as np
-    import pyarrow as pa
 
     idx = pa.array(match, mask=match < 0)
     gpu = memcpy.select(list(GPU_COLUMNS)).take(idx)
