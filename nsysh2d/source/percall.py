@@ -17,10 +17,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from . import ingest
 from .inputs import ViewsInput
 
@@ -43,7 +39,9 @@ def compiled():
     if os.environ.get("NSYSH2D_PERCALL") == "0" or ingest.compiled_reader() is None:
         return None
     try:
-        from . import _percall   # lazy: optional (not built without a compiler); None then
+        import numpy  # noqa: F401  # lazy: the pass's buffers are numpy's; without it the pass is off
+
+        from . import _percall   # lazy: optional (not built without a compiler); the pass is off then
     except ImportError:
         return None
     return _percall
@@ -62,6 +60,8 @@ class Activity:
         self.table = table.select(list(GPU_COLUMNS))   # what the calls take from it (the keys are in the index)
 
     def match(self, part):
+        import numpy as np   # lazy: a small report reads no Arrow (test_readers)
+
         corr, corr_ok = _values(part.column("correlation_id"))
         tid, tid_ok = _values(part.column("global_tid"))
         got = self.mod.match_calls(self.index, self.pid, self.pid_ok, corr, corr_ok, tid, tid_ok)
@@ -75,6 +75,8 @@ def arrow(part):
 
 def _values(col):
     """(values as int64 with NULLs as 0, a byte per row: 1 valid) of an Arrow integer column, for the C side."""
+    import numpy as np   # lazy: a small report reads no Arrow (test_readers)
+    import pyarrow as pa   # lazy: a small report reads no Arrow (test_readers)
 
     col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
     values = np.ascontiguousarray(col.cast(pa.int64()).fill_null(0).to_numpy(), dtype=np.int64)
@@ -88,11 +90,17 @@ class Plain:
     (pipeline.FOLDS false). Anything else is left to the SQL steps."""
 
     def __init__(self, activity_rows: int, alloc_ids: set[int]):
+        import numpy as np   # lazy: a small report reads no Arrow (test_readers)
+        import pyarrow as pa   # lazy: a small report reads no Arrow (test_readers)
+
         self.claimed = np.zeros(activity_rows, dtype=bool)
         self.alloc = pa.array(sorted(alloc_ids), pa.int32())
 
     def add(self, part, match) -> bool:
         """Adds a part's calls (their activity rows: match); False once some call is not plain."""
+        import numpy as np   # lazy: a small report reads no Arrow (test_readers)
+        import pyarrow.compute as pc   # lazy: a small report reads no Arrow (test_readers)
+
         copy = ~np.asarray(pc.is_in(part.column("name_id"), self.alloc).fill_null(False)
                            .to_numpy(zero_copy_only=False), dtype=bool)
         m = match[copy]
@@ -105,6 +113,8 @@ class Plain:
 def copies_part(mod, part, match, memcpy, events):
     """One part of the calls with their activity row's columns (NULL for a call without: the host allocations,
     which percall_copies.sql sends to alloc_raw) and their innermost NVTX range (nvtx_id, nvtx_g)."""
+    import numpy as np   # lazy: a small report reads no Arrow (test_readers)
+    import pyarrow as pa   # lazy: a small report reads no Arrow (test_readers)
 
     idx = pa.array(match, mask=match < 0)
     gpu = memcpy.select(list(GPU_COLUMNS)).take(idx)
