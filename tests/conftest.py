@@ -43,7 +43,15 @@ SLOW_FILES = {"test_cluster.py", "test_html.py", "test_properties.py", "test_run
               # projects and of the 2021 layout, two-process and rank-set reports
               "test_kineto_thirdparty.py", "test_kineto_legacy.py", "test_h100_two_proc.py", "test_ranks.py",
               # every bundled export and generated files through the compiled per-call pass and the SQL steps
-              "test_percall_exports.py"}
+              "test_percall_exports.py",
+              # GPU idle and backlog per long call against plain SQL over the whole qwen3vl traces
+              "test_h200_gpu_idle.py"}
+
+
+def fast_first(values, keep=1):
+    """Parameters of which only the first `keep` run in the fast layer; the rest are slow (the same check on
+    every bundled export: one in the inner loop, all of them in CI)."""
+    return [v if i < keep else pytest.param(v, marks=pytest.mark.slow) for i, v in enumerate(values)]
 
 
 def pytest_collection_modifyitems(items):

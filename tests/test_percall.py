@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import DATA, edited_copy
+from conftest import DATA, edited_copy, fast_first
 from nsysh2d.analysis import Analysis, Options
 from nsysh2d.source import percall
 
@@ -67,7 +67,7 @@ EDITS = {
 }
 
 
-@pytest.mark.parametrize("edit", EDITS, ids=list(EDITS))
+@pytest.mark.parametrize("edit", fast_first(list(EDITS)), ids=list(EDITS))
 def test_edited_exports_give_the_same_report_either_way(edit, tmp_path, monkeypatch):
     path = edited_copy(API_PROBE, tmp_path / "edited.sqlite", *EDITS[edit])
     assert_same(path, monkeypatch)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import DATA, ROOT, SWEEP_TRACES, edited_copy
+from conftest import DATA, ROOT, SWEEP_TRACES, edited_copy, fast_first
 from nsysh2d.analysis import Analysis, Options
 from nsysh2d.errors import BadInput
 from nsysh2d.source import ingest
@@ -31,7 +31,8 @@ def report_and_calls(path) -> tuple[dict, list[tuple]]:
         a.close()
 
 
-@pytest.mark.parametrize("path", REAL, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", fast_first(sorted(REAL, key=lambda p: p.name != "api-probe.sqlite")),
+                         ids=lambda p: p.name)
 def test_every_read_path_gives_the_same_report(path, monkeypatch):
     small = report_and_calls(path)
     monkeypatch.setattr(ingest, "SMALL_ROWS", -1)   # every table in parts: the compiled reader, then ADBC
@@ -200,7 +201,7 @@ def has_callchains(path) -> bool:
 WITH_STACKS = [p for p in REAL if has_callchains(p)]
 
 
-@pytest.mark.parametrize("path", WITH_STACKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", fast_first(WITH_STACKS), ids=lambda p: p.name)
 def test_native_stacks_filtered_inside_sqlite_equal_the_scanners(path):
     """source/stacks.py reads CUDA_CALLCHAINS inside SQLite, only the calls' stacks; model/callchain_frames.sql reads
     the whole table through DuckDB's scanner. Same rows, same order, on every bundled export with CUDA backtraces."""
