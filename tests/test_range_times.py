@@ -94,7 +94,7 @@ def test_compare_range_section_in_text_csv_and_markdown():
 
 
 def test_range_times_are_an_analysis_with_cache(tmp_path):
-    """range-times is an entry of jobs.ANALYSES: the second compare serves both analyses from the cache."""
+    """range-times is an analysis of analyses/registry.py: the second compare serves both analyses from the cache."""
     env = {"NSYSH2D_CACHE_DIR": str(tmp_path / "c"), "NSYSH2D_TIMING": "1"}
     first = run_cli("compare", BEFORE, AFTER, "--format", "json", env=env)
     second = run_cli("compare", BEFORE, AFTER, "--format", "json", env=env)
