@@ -3,7 +3,8 @@
 -- rows (copy_keys_multi), and what was found in fold_stats. The pipeline runs it only when such calls,
 -- or runtime rows without activity, exist. No parameters.
 -- The call keeps its CUDA runtime row (the shortest if several) and any callchain of its rows;
--- several activity rows add up; exact duplicate activity rows (a damaged export) count once. A call whose
+-- several activity rows add up (their kinds, device and stream: the first row's by `pick`); exact duplicate
+-- activity rows (a damaged export) count once. A call whose
 -- rows disagree on its duration by more than 50 us is counted (disagreeing_rows): nsys's backtrace row spans
 -- its call to within a few us (3.6 us at most on the bundled exports), and a long call relabelled as a
 -- backtrace beside a short twin would otherwise be judged by the twin.
@@ -33,15 +34,19 @@ WHERE rn = 1 AND (global_pid, correlation_id) IN (SELECT global_pid, correlation
 CREATE TEMP TABLE fold_memcpy_raw AS
 SELECT * FROM memcpy_raw WHERE correlation_id IN (SELECT correlation_id FROM copy_keys_multi);
 
-CREATE TEMP TABLE fold_memcpy AS SELECT DISTINCT * FROM fold_memcpy_raw;
+-- pick: the order in which a call's activity rows are told apart, so that kinds, device and stream come from one
+-- row (the first by it) and the same export always gives the same call, whatever order the scan met its rows in.
+CREATE TEMP TABLE fold_memcpy AS
+SELECT *, [start, "end", bytes, copy_kind, src_kind, dst_kind, device_id, stream_id] AS pick
+FROM (SELECT DISTINCT * FROM fold_memcpy_raw);
 
 CREATE TEMP VIEW fold_calls AS
 SELECT a.global_tid, a.global_pid, a.correlation_id, any_value(a.name_id) AS name_id,
        any_value(a.start) AS api_start, any_value(a."end") AS api_end,
        min(m.start) AS gpu_start, max(m."end") AS gpu_end, sum(m.bytes)::BIGINT AS bytes,
-       any_value(m.copy_kind)::INTEGER AS copy_kind, any_value(m.src_kind)::INTEGER AS src_kind,
-       any_value(m.dst_kind)::INTEGER AS dst_kind, any_value(m.device_id)::INTEGER AS device_id,
-       any_value(m.stream_id)::INTEGER AS stream_id, count(*)::INTEGER AS activity_rows,
+       arg_min(m.copy_kind, m.pick)::INTEGER AS copy_kind, arg_min(m.src_kind, m.pick)::INTEGER AS src_kind,
+       arg_min(m.dst_kind, m.pick)::INTEGER AS dst_kind, arg_min(m.device_id, m.pick)::INTEGER AS device_id,
+       arg_min(m.stream_id, m.pick)::INTEGER AS stream_id, count(*)::INTEGER AS activity_rows,
        any_value(a.api_rows)::INTEGER AS api_rows,
        any_value(COALESCE(a.callchain_id, a.any_callchain)) AS callchain_id
 FROM fold_api a
